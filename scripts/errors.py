@@ -1,0 +1,10 @@
+"""The one exception type for bad input: a message that says what is wrong and where."""
+
+
+class BadInput(Exception):
+    """Raised for input the user must fix; the CLI prints it as one line and exits 2."""
+
+    def __init__(self, where: str, what: str):
+        super().__init__(f"{where}: {what}")
+        self.where = where
+        self.what = what

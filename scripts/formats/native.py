@@ -1,0 +1,77 @@
+"""The native op directory: an `op.toml` beside the kernel's sources.
+
+    name = "softmax"
+    kind = "reduction"            # gemm|attention|norm|reduction|elementwise|moe|scan|conv|other
+    language = "triton"
+    entry = "kernel.py:softmax"   # the function under test, called as entry(*inputs)
+    reference = "ref.py:softmax"  # optional; defaults to the entry itself
+    flops = "5*M*N"               # optional, for the physical-floor check
+
+    [[inputs]]
+    name = "x"
+    shape = ["M", "N"]
+    dtype = "float32"
+    init = "randn"                # randn | rand | randint | ones | zeros
+
+    [[workloads]]
+    name = "small"
+    dims = { M = 128, N = 512 }
+
+    [tolerance]                   # optional, norm-relative, per output dtype
+    float32 = 2e-5
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from scripts.errors import BadInput
+from scripts.program import native_inputs, resolve_entry
+from scripts.spec import OpSpec
+
+SPEC_FILE = "op.toml"
+
+
+def detect(path: Path) -> bool:
+    path = Path(path)
+    return (path.is_dir() and (path / SPEC_FILE).is_file()) or path.name == SPEC_FILE
+
+
+def _format_validation(err: ValidationError) -> str:
+    first = err.errors()[0]
+    loc = ".".join(str(p) for p in first["loc"]) or "(top level)"
+    return f"field {loc}: {first['msg']}"
+
+
+def load_spec(path: Path) -> tuple[OpSpec, Path]:
+    path = Path(path)
+    src_dir = path if path.is_dir() else path.parent
+    spec_path = src_dir / SPEC_FILE
+    try:
+        raw = tomllib.loads(spec_path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInput(str(spec_path), f"not valid TOML: {exc}") from None
+    raw.setdefault("format", "native")
+    try:
+        spec = OpSpec.model_validate(raw)
+    except ValidationError as err:
+        raise BadInput(str(spec_path), _format_validation(err)) from None
+    for field in ("entry", "reference"):
+        value = getattr(spec, field)
+        if value and not (src_dir / value.partition(":")[0]).is_file():
+            raise BadInput(str(spec_path), f"{field} {value!r}: file {value.partition(':')[0]} not found")
+    return spec, src_dir
+
+
+def make_inputs(spec: OpSpec, src_dir: Path, workload, seed: int, device: str):
+    return native_inputs(spec, workload, seed, device)
+
+
+def load_callable(spec: OpSpec, src_dir: Path, entry: str, device: str, candidate: Path | None = None):
+    """The entry's function from the frozen sources, or the same-named one from a candidate."""
+    src = Path(candidate) if candidate is not None else Path(src_dir)
+    where = str(candidate) if candidate is not None else f"{src_dir}/{entry}"
+    return resolve_entry(src, entry, where)

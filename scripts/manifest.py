@@ -1,0 +1,79 @@
+"""A sha256 manifest over a frozen task directory; checked before every use."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from pathlib import Path
+
+from scripts.errors import BadInput
+
+MANIFEST = "MANIFEST.json"
+
+
+def _digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _files(root: Path) -> list[Path]:
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        for name in sorted(filenames):
+            p = Path(dirpath) / name
+            if p.name != MANIFEST and not name.endswith(".pyc"):
+                out.append(p)
+    return out
+
+
+def build(root: Path) -> dict[str, str]:
+    root = Path(root)
+    return {p.relative_to(root).as_posix(): _digest(p) for p in _files(root)}
+
+
+IDENTITY = ("baseline_src/", "spec.json")
+
+
+def oracle_hash(files: dict[str, str]) -> str:
+    """Hash of what defines the oracle (sources and spec), not of measurements that vary per run."""
+    identity = {k: v for k, v in files.items() if k.startswith(IDENTITY)}
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+
+
+def write(root: Path) -> str:
+    """Write the manifest, make everything read-only, and return the oracle hash."""
+    root = Path(root)
+    files = build(root)
+    oracle = oracle_hash(files)
+    (root / MANIFEST).write_text(json.dumps({"oracle_sha256": oracle, "files": files}, indent=1, sort_keys=True) + "\n")
+    no_write = ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
+    for p in _files(root) + [root / MANIFEST]:
+        p.chmod(p.stat().st_mode & no_write)
+    for dirpath, _dirs, _files_ in os.walk(root, topdown=False):
+        Path(dirpath).chmod(Path(dirpath).stat().st_mode & no_write)
+    return oracle
+
+
+def verify(root: Path) -> str:
+    """Return the oracle hash, or raise BadInput naming the first file that changed."""
+    root = Path(root)
+    mpath = root / MANIFEST
+    if not mpath.is_file():
+        raise BadInput(str(root), "not a frozen task directory (no MANIFEST.json); run `bakeoff freeze` first")
+    recorded = json.loads(mpath.read_text())
+    now = build(root)
+    for name, digest in recorded["files"].items():
+        if name not in now:
+            raise BadInput(str(root / name), "frozen file is missing: the oracle was changed; freeze again")
+        if now[name] != digest:
+            raise BadInput(str(root / name), "frozen file was modified: the oracle was changed; freeze again")
+    extra = sorted(set(now) - set(recorded["files"]))
+    if extra:
+        raise BadInput(str(root / extra[0]), "file added after freezing: the oracle was changed; freeze again")
+    return recorded["oracle_sha256"]

@@ -1,0 +1,83 @@
+"""Turning an op spec into runnable things: seeded inputs and the callables to compare."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import torch
+
+from scripts.errors import BadInput
+from scripts.spec import InputSpec, OpSpec, Workload
+
+_module_counter = 0
+
+
+def import_file(path: Path, where: str):
+    """Import a python file as a fresh module (its directory goes on sys.path for siblings)."""
+    global _module_counter
+    path = Path(path)
+    if not path.is_file():
+        raise BadInput(where, f"file {path} does not exist")
+    _module_counter += 1
+    name = f"_bakeoff_mod_{_module_counter}_{path.stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    parent = str(path.parent)
+    if parent not in sys.path:
+        sys.path.insert(0, parent)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def resolve_entry(src: Path, entry: str, where: str):
+    """`entry` is 'file.py:symbol'; `src` is a directory, or a single file that replaces file.py."""
+    file_part, _, symbol = entry.partition(":")
+    src = Path(src)
+    path = src if src.is_file() else src / file_part
+    module = import_file(path, where)
+    try:
+        return getattr(module, symbol)
+    except AttributeError:
+        raise BadInput(where, f"{path.name} defines no {symbol!r}") from None
+
+
+def shape_of(inp: InputSpec, dims: dict[str, int], where: str) -> list[int]:
+    shape = []
+    for d in inp.shape:
+        if isinstance(d, int):
+            shape.append(d)
+        elif d in dims:
+            shape.append(int(dims[d]))
+        else:
+            raise BadInput(where, f"input {inp.name!r} needs dimension {d!r}, which the workload does not set")
+    if any(s < 0 for s in shape):
+        raise BadInput(where, f"input {inp.name!r} has a negative dimension {shape}")
+    return shape
+
+
+def generate(inp: InputSpec, shape: list[int], gen: torch.Generator, device: str) -> torch.Tensor:
+    dtype = getattr(torch, inp.dtype)
+    if inp.init == "randint" or not dtype.is_floating_point:
+        t = torch.randint(inp.low, max(inp.high, inp.low + 1), shape, generator=gen, device=device)
+        return t.to(dtype)
+    if inp.init == "ones":
+        return torch.ones(shape, dtype=dtype, device=device) * inp.scale
+    if inp.init == "zeros":
+        return torch.zeros(shape, dtype=dtype, device=device)
+    fill = torch.randn if inp.init == "randn" else torch.rand
+    return (fill(shape, generator=gen, device=device, dtype=torch.float32) * inp.scale).to(dtype)
+
+
+def generator(seed: int, device: str) -> torch.Generator:
+    gen = torch.Generator(device=device)
+    gen.manual_seed(int(seed))
+    return gen
+
+
+def native_inputs(spec: OpSpec, workload: Workload, seed: int, device: str) -> list[torch.Tensor]:
+    where = f"workload {workload.name!r}"
+    gen = generator(seed, device)
+    return [generate(inp, shape_of(inp, workload.dims, where), gen, device) for inp in spec.inputs]

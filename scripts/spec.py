@@ -1,0 +1,102 @@
+"""The op spec: one pydantic model that every input format is loaded into."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+DTYPES = ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool")
+
+# Norm-relative error bound ||out - ref|| / ||ref|| per output dtype. fp32 is strict enough to
+# refuse tf32 (~3e-4) and bf16-grade (~1e-3..1e-2) arithmetic; an op spec may loosen it.
+DEFAULT_TOLERANCE = {
+    "float64": 1e-10,
+    "float32": 2e-5,
+    "float16": 5e-3,
+    "bfloat16": 2e-2,
+}
+
+
+class OpKind(str, Enum):
+    gemm = "gemm"
+    attention = "attention"
+    norm = "norm"
+    reduction = "reduction"
+    elementwise = "elementwise"
+    moe = "moe"
+    scan = "scan"
+    conv = "conv"
+    other = "other"
+
+
+class InputSpec(BaseModel):
+    """One tensor argument: its shape (ints or dimension names), dtype and value generator."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    shape: list[int | str]
+    dtype: str = "float32"
+    init: Literal["randn", "rand", "randint", "ones", "zeros"] = "randn"
+    scale: float = 1.0
+    low: int = 0
+    high: int = 2
+
+    @field_validator("dtype")
+    @classmethod
+    def _known_dtype(cls, v: str) -> str:
+        if v not in DTYPES:
+            raise ValueError(f"unknown dtype {v!r} (one of {', '.join(DTYPES)})")
+        return v
+
+
+class Workload(BaseModel):
+    """A named point in the op's shape space: values for the dimension names."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    dims: dict[str, int] = Field(default_factory=dict)
+    # Format-specific payload (e.g. a flashinfer-bench workload's input descriptors).
+    extra: dict = Field(default_factory=dict)
+
+
+class OpSpec(BaseModel):
+    """Everything the harness needs to know about an op, whatever format it came in."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    kind: OpKind = OpKind.other
+    language: str
+    format: Literal["native", "kernelbench", "flashinfer"] = "native"
+    entry: str  # "file.py:function" (native), "file.py:Model" (kernelbench), solution entry (flashinfer)
+    reference: str | None = None  # defaults to the entry: the frozen baseline is its own reference
+    inputs: list[InputSpec] = Field(default_factory=list)
+    workloads: list[Workload] = Field(min_length=1)
+    tolerance: dict[str, float] = Field(default_factory=dict)
+    flops: str | None = None  # python expression over dims, e.g. "2*M*N*K"
+    extra: dict = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _entry_has_symbol(self) -> OpSpec:
+        for field in ("entry", "reference"):
+            value = getattr(self, field)
+            if value is not None and ":" not in value:
+                raise ValueError(f"{field} must look like 'file.py:name', got {value!r}")
+        names = [w.name for w in self.workloads]
+        if len(set(names)) != len(names):
+            raise ValueError(f"workload names repeat: {names}")
+        return self
+
+    def tolerance_for(self, dtype: str) -> float:
+        return self.tolerance.get(dtype, DEFAULT_TOLERANCE.get(dtype, 0.0))
+
+    @property
+    def reference_entry(self) -> str:
+        return self.reference or self.entry
+
+    def workload(self, name: str) -> Workload:
+        for w in self.workloads:
+            if w.name == name:
+                return w
+        raise KeyError(name)

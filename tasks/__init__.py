@@ -1,0 +1,1 @@
+"""Prefect tasks and the orchestration-side models they pass between flows."""
