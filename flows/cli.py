@@ -30,7 +30,11 @@ def cmd_freeze(args) -> int:
     baseline = json.loads((task / "baseline.json").read_text())
     manifest = json.loads((task / "MANIFEST.json").read_text())
     if args.json:
-        print(json.dumps({"task_dir": str(task), "oracle_sha256": manifest["oracle_sha256"], **baseline}))
+        print(
+            json.dumps(
+                {"task_dir": str(task), "oracle_sha256": manifest["oracle_sha256"], **baseline}
+            )
+        )
         return 0
     print(f"frozen: {task}  (oracle {manifest['oracle_sha256'][:12]}, device {baseline['device']})")
     for name, wl in baseline["workloads"].items():
@@ -58,12 +62,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("freeze", help="freeze a kernel into an immutable task directory (the oracle)")
-    p.add_argument("kernel_path", help="op directory (op.toml), KernelBench problem .py, or trace-set op")
+    p = sub.add_parser(
+        "freeze", help="freeze a kernel into an immutable task directory (the oracle)"
+    )
+    p.add_argument(
+        "kernel_path", help="op directory (op.toml), KernelBench problem .py, or trace-set op"
+    )
     p.add_argument("--out", help="task directory to create (default runs/tasks/<op name>)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
-    p = sub.add_parser("list", help="list the operators of a flashinfer-bench trace set that have workloads")
+    p = sub.add_parser(
+        "list", help="list the operators of a flashinfer-bench trace set that have workloads"
+    )
     p.add_argument("trace_set", help="trace-set root (holds definitions/ and workloads/)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     return parser

@@ -54,7 +54,9 @@ def freeze(kernel_path: Path, out: Path | None = None, measure=None) -> Path:
             frozen = OpSpec.model_validate_json((out / "spec.json").read_text())
             if frozen == spec and _same_sources(src_dir, out / "baseline_src"):
                 return out  # already frozen from the same input
-        raise BadInput(str(out), "output directory exists and holds something else; pick another --out")
+        raise BadInput(
+            str(out), "output directory exists and holds something else; pick another --out"
+        )
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:

@@ -51,11 +51,13 @@ def write(root: Path) -> str:
     root = Path(root)
     files = build(root)
     oracle = oracle_hash(files)
-    (root / MANIFEST).write_text(json.dumps({"oracle_sha256": oracle, "files": files}, indent=1, sort_keys=True) + "\n")
+    (root / MANIFEST).write_text(
+        json.dumps({"oracle_sha256": oracle, "files": files}, indent=1, sort_keys=True) + "\n"
+    )
     no_write = ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
     for p in _files(root) + [root / MANIFEST]:
         p.chmod(p.stat().st_mode & no_write)
-    for dirpath, _dirs, _files_ in os.walk(root, topdown=False):
+    for dirpath, _, _ in os.walk(root, topdown=False):
         Path(dirpath).chmod(Path(dirpath).stat().st_mode & no_write)
     return oracle
 
@@ -65,15 +67,23 @@ def verify(root: Path) -> str:
     root = Path(root)
     mpath = root / MANIFEST
     if not mpath.is_file():
-        raise BadInput(str(root), "not a frozen task directory (no MANIFEST.json); run `bakeoff freeze` first")
+        raise BadInput(
+            str(root), "not a frozen task directory (no MANIFEST.json); run `bakeoff freeze` first"
+        )
     recorded = json.loads(mpath.read_text())
     now = build(root)
     for name, digest in recorded["files"].items():
         if name not in now:
-            raise BadInput(str(root / name), "frozen file is missing: the oracle was changed; freeze again")
+            raise BadInput(
+                str(root / name), "frozen file is missing: the oracle was changed; freeze again"
+            )
         if now[name] != digest:
-            raise BadInput(str(root / name), "frozen file was modified: the oracle was changed; freeze again")
+            raise BadInput(
+                str(root / name), "frozen file was modified: the oracle was changed; freeze again"
+            )
     extra = sorted(set(now) - set(recorded["files"]))
     if extra:
-        raise BadInput(str(root / extra[0]), "file added after freezing: the oracle was changed; freeze again")
+        raise BadInput(
+            str(root / extra[0]), "file added after freezing: the oracle was changed; freeze again"
+        )
     return recorded["oracle_sha256"]

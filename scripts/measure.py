@@ -28,7 +28,11 @@ def smoke(spec: OpSpec, src_dir: Path, device: str, seed: int = 1234) -> dict:
     """Run entry and reference on every workload; raise BadInput with the reason on failure."""
     fmt = module_for(spec.format)
     entry = fmt.load_callable(spec, src_dir, spec.entry, device)
-    ref = entry if spec.reference is None else fmt.load_callable(spec, src_dir, spec.reference, device)
+    ref = (
+        entry
+        if spec.reference is None
+        else fmt.load_callable(spec, src_dir, spec.reference, device)
+    )
     results = {}
     for wl in spec.workloads:
         where = f"workload {wl.name!r}"
@@ -43,16 +47,23 @@ def smoke(spec: OpSpec, src_dir: Path, device: str, seed: int = 1234) -> dict:
         errors = []
         for i, (o, r) in enumerate(zip(got, expected, strict=False)):
             if tuple(o.shape) != tuple(r.shape) or o.dtype != r.dtype:
-                raise BadInput(where, f"output {i}: {tuple(o.shape)} {o.dtype} vs reference {tuple(r.shape)} {r.dtype}")
+                raise BadInput(
+                    where,
+                    f"output {i}: {tuple(o.shape)} {o.dtype} vs reference {tuple(r.shape)} {r.dtype}",
+                )
             err = rel_error(o, r)
             if not (err <= spec.tolerance_for(str(r.dtype).removeprefix("torch."))):
-                raise BadInput(where, f"output {i}: baseline differs from its reference by {err:.3g}")
+                raise BadInput(
+                    where, f"output {i}: baseline differs from its reference by {err:.3g}"
+                )
             errors.append(err)
         results[wl.name] = {"status": "PASSED", "max_rel_error": max(errors, default=0.0)}
     return results
 
 
-def time_workloads(spec: OpSpec, src_dir: Path, device: str, samples: int = 20, warmup: int = 3) -> dict:
+def time_workloads(
+    spec: OpSpec, src_dir: Path, device: str, samples: int = 20, warmup: int = 3
+) -> dict:
     fmt = module_for(spec.format)
     fn = fmt.load_callable(spec, src_dir, spec.entry, device)
     out = {}

@@ -52,7 +52,9 @@ def shape_of(inp: InputSpec, dims: dict[str, int], where: str) -> list[int]:
         elif d in dims:
             shape.append(int(dims[d]))
         else:
-            raise BadInput(where, f"input {inp.name!r} needs dimension {d!r}, which the workload does not set")
+            raise BadInput(
+                where, f"input {inp.name!r} needs dimension {d!r}, which the workload does not set"
+            )
     if any(s < 0 for s in shape):
         raise BadInput(where, f"input {inp.name!r} has a negative dimension {shape}")
     return shape

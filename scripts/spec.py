@@ -7,7 +7,18 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-DTYPES = ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool")
+DTYPES = (
+    "float64",
+    "float32",
+    "float16",
+    "bfloat16",
+    "int64",
+    "int32",
+    "int16",
+    "int8",
+    "uint8",
+    "bool",
+)
 
 # Norm-relative error bound ||out - ref|| / ||ref|| per output dtype. fp32 is strict enough to
 # refuse tf32 (~3e-4) and bf16-grade (~1e-3..1e-2) arithmetic; an op spec may loosen it.

@@ -12,7 +12,13 @@ from .conftest import EXAMPLES
 
 def test_freeze_writes_read_only_oracle(frozen_rmsnorm):
     names = {p.name for p in frozen_rmsnorm.iterdir()}
-    assert names == {"baseline_src", "spec.json", "fingerprint.json", "baseline.json", "MANIFEST.json"}
+    assert names == {
+        "baseline_src",
+        "spec.json",
+        "fingerprint.json",
+        "baseline.json",
+        "MANIFEST.json",
+    }
     baseline = json.loads((frozen_rmsnorm / "baseline.json").read_text())
     for wl in ("tokens_256", "tokens_1k"):
         assert baseline["workloads"][wl]["status"] == "PASSED"

@@ -1,31 +1,31 @@
 """The native op directory: an `op.toml` beside the kernel's sources.
 
-    name = "softmax"
-    kind = "reduction"            # gemm|attention|norm|reduction|elementwise|moe|scan|conv|other
-    language = "triton"
-    entry = "kernel.py:softmax"   # the function under test, called as entry(*inputs)
-    reference = "ref.py:softmax"  # optional; defaults to the entry itself
-    flops = "5*M*N"               # optional, for the physical-floor check
+name = "softmax"
+kind = "reduction"            # gemm|attention|norm|reduction|elementwise|moe|scan|conv|other
+language = "triton"
+entry = "kernel.py:softmax"   # the function under test, called as entry(*inputs)
+reference = "ref.py:softmax"  # optional; defaults to the entry itself
+flops = "5*M*N"               # optional, for the physical-floor check
 
-    [[inputs]]
-    name = "x"
-    shape = ["M", "N"]
-    dtype = "float32"
-    init = "randn"                # randn | rand | randint | ones | zeros
+[[inputs]]
+name = "x"
+shape = ["M", "N"]
+dtype = "float32"
+init = "randn"                # randn | rand | randint | ones | zeros
 
-    [[workloads]]
-    name = "small"
-    dims = { M = 128, N = 512 }
+[[workloads]]
+name = "small"
+dims = { M = 128, N = 512 }
 
-    [tolerance]                   # optional, norm-relative, per output dtype
-    float32 = 2e-5
+[tolerance]                   # optional, norm-relative, per output dtype
+float32 = 2e-5
 """
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
+import tomllib
 from pydantic import ValidationError
 
 from scripts.errors import BadInput
@@ -62,7 +62,9 @@ def load_spec(path: Path) -> tuple[OpSpec, Path]:
     for field in ("entry", "reference"):
         value = getattr(spec, field)
         if value and not (src_dir / value.partition(":")[0]).is_file():
-            raise BadInput(str(spec_path), f"{field} {value!r}: file {value.partition(':')[0]} not found")
+            raise BadInput(
+                str(spec_path), f"{field} {value!r}: file {value.partition(':')[0]} not found"
+            )
     return spec, src_dir
 
 
@@ -70,7 +72,9 @@ def make_inputs(spec: OpSpec, src_dir: Path, workload, seed: int, device: str):
     return native_inputs(spec, workload, seed, device)
 
 
-def load_callable(spec: OpSpec, src_dir: Path, entry: str, device: str, candidate: Path | None = None):
+def load_callable(
+    spec: OpSpec, src_dir: Path, entry: str, device: str, candidate: Path | None = None
+):
     """The entry's function from the frozen sources, or the same-named one from a candidate."""
     src = Path(candidate) if candidate is not None else Path(src_dir)
     where = str(candidate) if candidate is not None else f"{src_dir}/{entry}"
