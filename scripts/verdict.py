@@ -1,0 +1,86 @@
+"""The verdict on one candidate: a closed status per workload and overall, never -1, inf or a bool."""
+
+from __future__ import annotations
+
+import math
+from enum import Enum
+
+from pydantic import BaseModel, Field, model_validator
+
+
+class Status(str, Enum):
+    PASSED = "PASSED"
+    COMPILE_ERROR = "COMPILE_ERROR"
+    RUNTIME_ERROR = "RUNTIME_ERROR"
+    INCORRECT_SHAPE = "INCORRECT_SHAPE"
+    INCORRECT_DTYPE = "INCORRECT_DTYPE"
+    INCORRECT_NUMERICAL = "INCORRECT_NUMERICAL"
+    TIMEOUT = "TIMEOUT"
+    CRASHED = "CRASHED"
+    FLAGGED = "FLAGGED"
+
+
+class Timing(BaseModel):
+    """Statistics of a fixed, recorded number of timed samples (milliseconds)."""
+
+    clock: str  # "cuda_event", "hip_event" or "host"
+    sample_count: int
+    median_ms: float
+    min_ms: float
+    max_ms: float
+    spread_ms: float  # interquartile range of the samples
+    samples_ms: list[float]
+    wall_ms_per_call: float | None = None  # the judge's own wall-clock cross-check
+
+
+class WorkloadVerdict(BaseModel):
+    workload: str
+    status: Status
+    reason: str | None = None
+    max_rel_error: float | None = None
+    tolerance: float | None = None
+    timing: Timing | None = None
+    baseline_ms: float | None = None
+    speedup: float | None = None
+
+    @model_validator(mode="after")
+    def _fields_match_status(self) -> WorkloadVerdict:
+        if self.status is Status.PASSED:
+            if self.timing is None:
+                raise ValueError("a PASSED workload carries its timing")
+        elif not self.reason:
+            raise ValueError(f"a {self.status.value} workload carries a reason")
+        return self
+
+
+class Verdict(BaseModel):
+    candidate: str
+    oracle_sha256: str
+    device: str
+    status: Status
+    reason: str | None = None
+    workloads: list[WorkloadVerdict] = Field(default_factory=list)
+    speedup: float | None = None  # geometric mean over workloads, PASSED only
+    output_tail: str = ""
+    harness_seconds: float | None = None  # the harness's own cost, outside timed runs
+
+    @model_validator(mode="after")
+    def _overall_is_consistent(self) -> Verdict:
+        if self.status is Status.PASSED:
+            bad = [w.workload for w in self.workloads if w.status is not Status.PASSED]
+            if bad or not self.workloads:
+                raise ValueError(f"overall PASSED but workloads {bad or 'none'} did not pass")
+        elif not self.reason:
+            raise ValueError(f"a {self.status.value} verdict carries a reason")
+        return self
+
+    @property
+    def passed(self) -> bool:
+        return self.status is Status.PASSED
+
+
+def geomean(values: list[float]) -> float | None:
+    values = [v for v in values if v and v > 0]
+    if not values:
+        return None
+    return math.exp(sum(math.log(v) for v in values) / len(values))
