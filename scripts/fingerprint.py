@@ -6,18 +6,7 @@ import platform
 
 import torch
 
-
-def arch_name(props=None) -> str:
-    """gfx942 / gfx950 / sm_90 / cpu. ROCm names carry feature suffixes (gfx942:sramecc+:xnack-).
-
-    Capability (9, 0) alone is ambiguous (gfx90a reports it under ROCm), so HIP is asked first.
-    """
-    if not torch.cuda.is_available():
-        return "cpu"
-    props = props or torch.cuda.get_device_properties(torch.cuda.current_device())
-    if torch.version.hip:
-        return str(getattr(props, "gcnArchName", "gfx")).split(":")[0]
-    return f"sm_{props.major}{props.minor}"
+from scripts import arch as arch_mod
 
 
 def device_kind() -> str:
@@ -37,15 +26,16 @@ def fingerprint() -> dict:
         "cuda": torch.version.cuda,
     }
     if torch.cuda.is_available():
-        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        info = arch_mod.detect()
         fp.update(
             device="cuda",
-            device_name=props.name,
-            arch=arch_name(props),
+            device_name=info.name,
+            vendor=info.vendor,
+            arch=info.arch,
             driver=_driver_version(),
-            multiprocessors=props.multi_processor_count,
-            l2_cache_bytes=getattr(props, "L2_cache_size", None),
-            memory_bytes=props.total_memory,
+            compute_units=info.compute_units,
+            wavefront=info.wavefront,
+            llc_bytes=info.llc_bytes,
         )
     return fp
 

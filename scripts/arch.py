@@ -1,0 +1,83 @@
+"""Architecture detection and the device facts the harness needs (cache size, peak rates).
+
+ROCm reports names such as ``gfx942:sramecc+:xnack-``; the feature suffix is stripped.
+Compute capability (9, 0) alone does not tell gfx90a from sm_90, so HIP is asked first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+# Last-level cache beyond what the driver reports as L2 (AMD's Infinity Cache / MALL).
+_INFINITY_CACHE_BYTES = {"gfx942": 256 << 20, "gfx950": 256 << 20, "gfx90a": 0}
+# Peak rates used for the physical floor: (bytes/s of device memory, dense fp16/bf16 flop/s).
+# Datasheet figures; a candidate measured faster than bytes/peak_bw or flops/peak_flops is flagged.
+_PEAKS = {
+    "sm_90": (4.8e12, 989e12),  # H100 SXM 3.35 TB/s, H200 4.8 TB/s: the larger one bounds both
+    "sm_100": (8.0e12, 2250e12),
+    "gfx942": (6.0e12, 1307e12),  # MI300X 5.3 TB/s, MI325X 6.0 TB/s
+    "gfx950": (8.0e12, 2500e12),  # MI355X
+    "cpu": (1.0e12, 50e12),  # generous: no CPU here reaches these
+}
+_DEFAULT_PEAK = (10e12, 5000e12)
+
+
+@dataclass(frozen=True)
+class ArchInfo:
+    vendor: str  # "nvidia", "amd" or "cpu"
+    arch: str  # "sm_90", "gfx942", "cpu", ...
+    name: str
+    compute_units: int
+    wavefront: int
+    llc_bytes: int
+
+    @property
+    def peak_bandwidth(self) -> float:
+        return _PEAKS.get(self.arch, _DEFAULT_PEAK)[0]
+
+    @property
+    def peak_flops(self) -> float:
+        return _PEAKS.get(self.arch, _DEFAULT_PEAK)[1]
+
+
+def strip_features(gcn_arch_name: str) -> str:
+    return gcn_arch_name.split(":")[0].strip()
+
+
+def from_properties(props, hip: bool) -> ArchInfo:
+    """Build ArchInfo from torch.cuda device properties (or a fake with the same fields)."""
+    l2 = int(getattr(props, "L2_cache_size", 0) or 0)
+    if hip:
+        arch = strip_features(str(getattr(props, "gcnArchName", "gfx")))
+        return ArchInfo(
+            vendor="amd",
+            arch=arch,
+            name=props.name,
+            compute_units=props.multi_processor_count,
+            wavefront=int(getattr(props, "warp_size", 64) or 64),
+            llc_bytes=l2 + _INFINITY_CACHE_BYTES.get(arch, 0),
+        )
+    return ArchInfo(
+        vendor="nvidia",
+        arch=f"sm_{props.major}{props.minor}",
+        name=props.name,
+        compute_units=props.multi_processor_count,
+        wavefront=int(getattr(props, "warp_size", 32) or 32),
+        llc_bytes=l2,
+    )
+
+
+def detect(device_index: int | None = None) -> ArchInfo:
+    if not torch.cuda.is_available():
+        return ArchInfo("cpu", "cpu", "cpu", compute_units=1, wavefront=1, llc_bytes=64 << 20)
+    index = torch.cuda.current_device() if device_index is None else device_index
+    return from_properties(torch.cuda.get_device_properties(index), hip=bool(torch.version.hip))
+
+
+def flush_bytes(info: ArchInfo) -> int:
+    """A cache-flush buffer well over the last-level cache (at least 512 MiB on MI300X)."""
+    if info.vendor == "cpu":
+        return 2 * info.llc_bytes
+    return max(2 * info.llc_bytes, 256 << 20)
