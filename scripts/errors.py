@@ -8,3 +8,11 @@ class BadInput(Exception):
         super().__init__(f"{where}: {what}")
         self.where = where
         self.what = what
+
+    @classmethod
+    def from_validation(cls, where: str, err) -> "BadInput":
+        """The first error of a pydantic ValidationError, as 'field a.b: message'."""
+        first = err.errors()[0]
+        msg = first["msg"].removeprefix("Value error, ")
+        loc = ".".join(str(p) for p in first["loc"])
+        return cls(where, f"field {loc}: {msg}" if loc else msg)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import sys
 from pathlib import Path
@@ -28,8 +29,58 @@ def import_file(path: Path, where: str):
     if parent not in sys.path:
         sys.path.insert(0, parent)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        sys.modules.pop(name, None)
+        raise BadInput(where, f"importing {path.name} raised {type(exc).__name__}: {exc}") from exc
     return module
+
+
+def top_level_names(source: str) -> set[str] | None:
+    """Names a module binds outside functions and classes, read without running it (those bound
+    under an `if` or `try` count); None when the text cannot tell (a star import).
+    Raises SyntaxError."""
+    names: set[str] = set()
+    return names if _bind(ast.parse(source).body, names) else None
+
+
+def _bind(statements, names: set[str]) -> bool:
+    for node in statements:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name == "*":
+                    return False
+                names.add(alias.asname or alias.name.partition(".")[0])
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+        else:  # if / try / with / for: look inside their blocks
+            for block in ("body", "orelse", "finalbody"):
+                if not _bind(getattr(node, block, []), names):
+                    return False
+            for handler in getattr(node, "handlers", []):
+                if not _bind(handler.body, names):
+                    return False
+    return True
+
+
+def check_entry(src_dir: Path, entry: str, where: str) -> None:
+    """Refuse an entry 'file.py:symbol' whose file is missing, does not parse, or plainly does
+    not define the symbol; read, not run."""
+    file_part, _, symbol = entry.partition(":")
+    path = Path(src_dir) / file_part
+    if not path.is_file():
+        raise BadInput(where, f"{entry!r}: file {file_part} not found")
+    try:
+        names = top_level_names(path.read_text())
+    except SyntaxError as exc:
+        raise BadInput(f"{path}:{exc.lineno}", f"not valid Python: {exc.msg}") from None
+    if names is not None and symbol not in names:
+        raise BadInput(where, f"{entry!r}: {file_part} defines no {symbol!r}")
 
 
 def resolve_entry(src: Path, entry: str, where: str):

@@ -33,3 +33,15 @@ def test_triton_softmax_matches_reference_on_cpu_interpreter():
     ref = fmt.load_callable(spec, src, spec.reference, "cpu")
     (x,) = fmt.make_inputs(spec, src, spec.workloads[1], 3, "cpu")
     torch.testing.assert_close(kernel(x), ref(x))
+
+
+def test_entry_symbols_are_read_from_the_source_without_running_it():
+    from scripts.program import top_level_names
+
+    source = (
+        "import torch.nn as nn\nfrom math import erf\nX, (Y, Z) = 1, (2, 3)\n"
+        "try:\n    import triton\nexcept ImportError:\n    triton = None\n"
+        "if True:\n    def f():\n        inner = 1\nclass K:\n    attr = 1\n"
+    )
+    assert top_level_names(source) == {"nn", "erf", "X", "Y", "Z", "triton", "f", "K"}
+    assert top_level_names("from torch import *\n") is None

@@ -2,8 +2,9 @@
 
 A format module provides:
   detect(path) -> bool
-  load_spec(path) -> (OpSpec, source_dir)       source_dir is copied to baseline_src/
-  make_inputs(spec, src_dir, workload, seed, device) -> list of tensors
+  load_spec(path, **options) -> (OpSpec, source_dir)   source_dir is copied to baseline_src/
+  OPTIONS                                              option names load_spec takes (optional)
+  make_inputs(spec, src_dir, workload, seed, device) -> list of tensors (and python scalars)
   load_callable(spec, src_dir, entry, device, candidate=None) -> callable(*inputs)
 """
 
@@ -51,6 +52,16 @@ def detect_format(path: Path) -> str:
     )
 
 
-def load_spec(path: Path):
-    """Load any supported input into (OpSpec, source_dir)."""
-    return module_for(detect_format(path)).load_spec(Path(path))
+def load_spec(path: Path, **options):
+    """Load any supported input into (OpSpec, source_dir).
+
+    `options` (None values ignored) go to formats that name them in OPTIONS, e.g. a trace set's
+    `op` and `solution`; naming one for a format that has no such choice is bad input.
+    """
+    fmt = detect_format(path)
+    module = module_for(fmt)
+    given = {k: v for k, v in options.items() if v is not None}
+    for key in given:
+        if key not in getattr(module, "OPTIONS", ()):
+            raise BadInput(str(path), f"--{key} applies only to a flashinfer-bench trace set")
+    return module.load_spec(Path(path), **given)

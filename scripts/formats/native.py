@@ -29,7 +29,7 @@ import tomllib
 from pydantic import ValidationError
 
 from scripts.errors import BadInput
-from scripts.program import native_inputs, resolve_entry
+from scripts.program import check_entry, native_inputs, resolve_entry, shape_of
 from scripts.spec import OpSpec
 
 SPEC_FILE = "op.toml"
@@ -38,12 +38,6 @@ SPEC_FILE = "op.toml"
 def detect(path: Path) -> bool:
     path = Path(path)
     return (path.is_dir() and (path / SPEC_FILE).is_file()) or path.name == SPEC_FILE
-
-
-def _format_validation(err: ValidationError) -> str:
-    first = err.errors()[0]
-    loc = ".".join(str(p) for p in first["loc"]) or "(top level)"
-    return f"field {loc}: {first['msg']}"
 
 
 def load_spec(path: Path) -> tuple[OpSpec, Path]:
@@ -58,13 +52,14 @@ def load_spec(path: Path) -> tuple[OpSpec, Path]:
     try:
         spec = OpSpec.model_validate(raw)
     except ValidationError as err:
-        raise BadInput(str(spec_path), _format_validation(err)) from None
+        raise BadInput.from_validation(str(spec_path), err) from None
     for field in ("entry", "reference"):
         value = getattr(spec, field)
-        if value and not (src_dir / value.partition(":")[0]).is_file():
-            raise BadInput(
-                str(spec_path), f"{field} {value!r}: file {value.partition(':')[0]} not found"
-            )
+        if value:
+            check_entry(src_dir, value, f"{spec_path}: {field}")
+    for wl in spec.workloads:
+        for inp in spec.inputs:
+            shape_of(inp, wl.dims, f"{spec_path}: workload {wl.name!r}")
     return spec, src_dir
 
 
