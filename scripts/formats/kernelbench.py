@@ -1,0 +1,188 @@
+"""A KernelBench problem: one .py file with `Model(nn.Module)`, `get_inputs()`, `get_init_inputs()`.
+
+The frozen baseline is `Model(*get_init_inputs())`, built under a fixed seed; it is also its own
+reference. A candidate is a file defining `ModelNew`, built with the same constructor arguments
+under the same seed (so parameters match) and called as `module(*inputs)`. Inputs are
+`get_inputs()` after `torch.manual_seed(seed)`, moved to the device.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import torch
+
+from scripts.errors import BadInput
+from scripts.formats.staging import scratch_dir
+from scripts.program import import_file, top_level_names
+from scripts.spec import DTYPES, InputSpec, OpKind, OpSpec, Workload
+
+REQUIRED = ("Model", "get_inputs", "get_init_inputs")
+CANDIDATE_CLASS = "ModelNew"
+INIT_SEED = 42  # the seed KernelBench builds both models under
+
+# File-name and source hints, in priority order: a conv followed by a ReLU is a conv.
+_KIND_HINTS = (
+    (OpKind.conv, ("conv",)),
+    (OpKind.attention, ("attention", "attn")),
+    (OpKind.gemm, ("matmul", "gemm", "matrix_multiplication", "linear", "bmm", "einsum")),
+    (OpKind.norm, ("norm",)),
+    (OpKind.scan, ("cumsum", "cumprod", "scan")),
+    (OpKind.reduction, ("softmax", "reduction", "argmax", "argmin", "sum", "mean", "loss")),
+    (
+        OpKind.elementwise,
+        ("relu", "gelu", "sigmoid", "tanh", "swish", "silu", "elu", "softplus", "hardtanh"),
+    ),
+)
+
+
+def detect(path: Path) -> bool:
+    """A .py file that defines any of Model / get_inputs / get_init_inputs (or does not parse)."""
+    path = Path(path)
+    if not (path.is_file() and path.suffix == ".py"):
+        return False
+    try:
+        names = top_level_names(path.read_text())
+    except (SyntaxError, ValueError, UnicodeDecodeError):
+        return True  # no other format reads a bare .py: load_spec says what is wrong with it
+    return names is None or bool(names & set(REQUIRED))
+
+
+def guess_kind(path: Path, source: str) -> OpKind:
+    for text in (path.stem.lower(), source.lower()):
+        for kind, words in _KIND_HINTS:
+            if any(w in text for w in words):
+                return kind
+    return OpKind.other
+
+
+def _describe(value) -> dict:
+    if isinstance(value, torch.Tensor):
+        return {"shape": list(value.shape), "dtype": str(value.dtype).removeprefix("torch.")}
+    simple = (int, float, bool, str, type(None))
+    if isinstance(value, simple):
+        return {"value": value}
+    if isinstance(value, (list, tuple)) and all(isinstance(v, simple) for v in value):
+        return {"value": list(value)}
+    return {"type": type(value).__name__}
+
+
+def _problem_inputs(module, where: str) -> list:
+    """get_inputs() on the meta device when it can (shapes without memory), else for real."""
+    try:
+        with torch.device("meta"):
+            return list(module.get_inputs())
+    except Exception:
+        pass
+    try:
+        torch.manual_seed(0)
+        return list(module.get_inputs())
+    except Exception as exc:
+        raise BadInput(where, f"get_inputs() raised {type(exc).__name__}: {exc}") from None
+
+
+def load_spec(path: Path) -> tuple[OpSpec, Path]:
+    path = Path(path)
+    where = str(path)
+    source = path.read_text()
+    try:
+        names = top_level_names(source)
+    except SyntaxError as exc:
+        raise BadInput(f"{path}:{exc.lineno}", f"not valid Python: {exc.msg}") from None
+    module = import_file(path, where) if names is None else None
+    missing = [n for n in REQUIRED if n not in (names or vars(module))]
+    if missing:
+        raise BadInput(
+            where, f"a KernelBench problem defines {', '.join(REQUIRED)}; this file lacks {missing}"
+        )
+    module = module or import_file(path, where)
+    inputs = _problem_inputs(module, where)
+    init = _init_inputs(module, where)
+    described = [_describe(v) for v in inputs]
+    tensor_specs = [
+        InputSpec(name=f"arg{i}", shape=d["shape"], dtype=d["dtype"])
+        for i, d in enumerate(described)
+        if "shape" in d and d["dtype"] in DTYPES
+    ]
+    spec = OpSpec(
+        name=path.stem,
+        kind=guess_kind(path, source),
+        language="torch",
+        format="kernelbench",
+        entry=f"{path.name}:Model",
+        inputs=tensor_specs,
+        workloads=[Workload(name="default", extra={"inputs": described})],
+        extra={"init_inputs": [_describe(v) for v in init]},
+    )
+    staged = scratch_dir("kernelbench")
+    shutil.copy2(path, staged / path.name)
+    return spec, staged
+
+
+def _init_inputs(module, where: str) -> list:
+    try:
+        torch.manual_seed(INIT_SEED)
+        return list(module.get_init_inputs())
+    except Exception as exc:
+        raise BadInput(where, f"get_init_inputs() raised {type(exc).__name__}: {exc}") from None
+
+
+def _problem_file(spec: OpSpec, src_dir: Path) -> Path:
+    return Path(src_dir) / spec.entry.partition(":")[0]
+
+
+_imported: dict[tuple[str, int], object] = {}
+
+
+def _import_problem(path: Path, where: str):
+    """The problem module, imported once per file version (inputs are made many times)."""
+    key = (str(path.resolve()), path.stat().st_mtime_ns if path.exists() else 0)
+    if key not in _imported:
+        _imported[key] = import_file(path, where)
+    return _imported[key]
+
+
+def make_inputs(spec: OpSpec, src_dir: Path, workload, seed: int, device: str) -> list:
+    module = _import_problem(_problem_file(spec, src_dir), f"{spec.name}: get_inputs")
+    torch.manual_seed(int(seed))
+    inputs = module.get_inputs()
+    return [v.to(device) if isinstance(v, torch.Tensor) else v for v in inputs]
+
+
+class ModuleCall:
+    """Calls an nn.Module without recording autograd history; `.module` is the module."""
+
+    def __init__(self, module: torch.nn.Module):
+        self.module = module
+
+    def __call__(self, *inputs):
+        with torch.no_grad():
+            return self.module(*inputs)
+
+
+def load_callable(
+    spec: OpSpec, src_dir: Path, entry: str, device: str, candidate: Path | None = None
+):
+    """`Model` from the frozen problem, or `ModelNew` from a candidate file, with equal weights."""
+    problem_path = _problem_file(spec, src_dir)
+    problem = _import_problem(problem_path, f"{src_dir}/{entry}")
+    init = _init_inputs(problem, str(problem_path))
+    if candidate is None:
+        cls, where = getattr(problem, entry.partition(":")[2]), f"{src_dir}/{entry}"
+    else:
+        candidate = Path(candidate)
+        path = candidate / problem_path.name if candidate.is_dir() else candidate
+        where = str(path)
+        module = import_file(path, where)
+        cls = getattr(module, CANDIDATE_CLASS, None)
+        if cls is None:
+            raise BadInput(where, f"a KernelBench candidate defines {CANDIDATE_CLASS!r}")
+    try:
+        torch.manual_seed(INIT_SEED)
+        model = cls(*init)
+    except Exception as exc:
+        raise BadInput(
+            where, f"{cls.__name__}(*get_init_inputs()) raised {type(exc).__name__}: {exc}"
+        ) from exc
+    return ModuleCall(model.to(device))

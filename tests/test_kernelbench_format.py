@@ -1,0 +1,95 @@
+import pytest
+import torch
+
+from scripts.errors import BadInput
+from scripts.formats import detect_format, load_spec, module_for
+from scripts.formats.kernelbench import guess_kind
+from scripts.freeze import freeze, load_task
+from scripts.spec import OpKind
+
+from .conftest import EXAMPLES
+
+KB = EXAMPLES / "kernelbench"
+PROBLEMS = ("matmul_gelu", "conv2d_relu_bias")
+
+
+def test_problem_files_are_detected_and_candidates_are_not():
+    for name in PROBLEMS:
+        assert detect_format(KB / f"{name}.py") == "kernelbench"
+    with pytest.raises(BadInput, match="not a kernel this tool can read"):
+        detect_format(KB / "candidates" / "matmul_gelu_new.py")
+
+
+def test_spec_records_entry_kind_and_shapes_of_the_one_workload():
+    spec, src = load_spec(KB / "matmul_gelu.py")
+    assert spec.format == "kernelbench" and spec.language == "torch"
+    assert spec.entry == "matmul_gelu.py:Model" and spec.reference is None
+    assert spec.kind is OpKind.gemm
+    (wl,) = spec.workloads
+    assert wl.name == "default"
+    assert wl.extra["inputs"] == [{"shape": [64, 256], "dtype": "float32"}]
+    assert [(i.name, i.shape) for i in spec.inputs] == [("arg0", [64, 256])]
+    assert spec.extra["init_inputs"] == [{"value": 256}, {"value": 128}]
+    # The staged source holds the problem alone, not its neighbours or candidates.
+    assert sorted(p.name for p in src.iterdir()) == ["matmul_gelu.py"]
+
+    conv, _ = load_spec(KB / "conv2d_relu_bias.py")
+    assert conv.kind is OpKind.conv
+    assert conv.extra["init_inputs"][-1] == {"value": [16, 1, 1]}
+
+
+@pytest.mark.parametrize(
+    "stem, source, kind",
+    [
+        ("23_Softmax", "", OpKind.reduction),
+        ("89_cumsum", "", OpKind.scan),
+        ("problem", "self.attn = nn.MultiheadAttention(8, 2)", OpKind.attention),
+        ("problem", "return torch.tanh(x)", OpKind.elementwise),
+        ("problem", "return x.flip(0)", OpKind.other),
+    ],
+)
+def test_kind_is_guessed_from_the_name_then_the_source(tmp_path, stem, source, kind):
+    assert guess_kind(tmp_path / f"{stem}.py", source) is kind
+
+
+def test_inputs_are_deterministic_per_seed():
+    spec, src = load_spec(KB / "conv2d_relu_bias.py")
+    fmt = module_for(spec.format)
+    wl = spec.workloads[0]
+    a, b, c = (fmt.make_inputs(spec, src, wl, s, "cpu") for s in (3, 3, 4))
+    assert a[0].shape == (8, 3, 24, 24) and a[0].dtype == torch.float32
+    assert torch.equal(a[0], b[0]) and not torch.equal(a[0], c[0])
+
+
+@pytest.mark.parametrize("name", PROBLEMS)
+def test_candidate_gets_the_same_weights_and_agrees(name):
+    spec, src = load_spec(KB / f"{name}.py")
+    fmt = module_for(spec.format)
+    ref = fmt.load_callable(spec, src, spec.entry, "cpu")
+    cand = fmt.load_callable(
+        spec, src, spec.entry, "cpu", candidate=KB / "candidates" / f"{name}_new.py"
+    )
+    ref_params = dict(ref.module.named_parameters())
+    cand_params = dict(cand.module.named_parameters())
+    assert ref_params.keys() == cand_params.keys()
+    assert all(torch.equal(ref_params[k], cand_params[k]) for k in ref_params)
+    inputs = fmt.make_inputs(spec, src, spec.workloads[0], 11, "cpu")
+    torch.testing.assert_close(cand(*inputs), ref(*inputs), rtol=1e-5, atol=1e-5)
+
+
+def test_candidate_without_model_new_is_bad_input(tmp_path):
+    spec, src = load_spec(KB / "matmul_gelu.py")
+    wrong = tmp_path / "cand.py"
+    wrong.write_text("class Model:\n    pass\n")
+    with pytest.raises(BadInput, match="ModelNew"):
+        module_for(spec.format).load_callable(spec, src, spec.entry, "cpu", candidate=wrong)
+
+
+def test_freeze_and_verify(tmp_path):
+    task = freeze(KB / "conv2d_relu_bias.py", tmp_path / "conv")
+    spec, src, baseline = load_task(task)
+    assert spec.format == "kernelbench"
+    assert sorted(p.name for p in src.iterdir()) == ["conv2d_relu_bias.py"]
+    assert baseline["workloads"]["default"]["status"] == "PASSED"
+    again = freeze(KB / "conv2d_relu_bias.py", tmp_path / "conv")
+    assert again == task  # the same input frozen again is recognised, not refused
