@@ -26,7 +26,12 @@ def _prepare_device_env() -> None:
 def cmd_freeze(args) -> int:
     from scripts.freeze import freeze
 
-    task = freeze(Path(args.kernel_path), Path(args.out) if args.out else None)
+    task = freeze(
+        Path(args.kernel_path),
+        Path(args.out) if args.out else None,
+        op=args.op,
+        solution=args.solution,
+    )
     baseline = json.loads((task / "baseline.json").read_text())
     manifest = json.loads((task / "MANIFEST.json").read_text())
     if args.json:
@@ -50,7 +55,10 @@ def cmd_list(args) -> int:
         print(json.dumps(ops))
     else:
         for op in ops:
-            print(f"{op['op_type']}/{op['name']}  ({op['workloads']} workloads)")
+            authors = ", ".join(op["authors"]) or "none"
+            print(
+                f"{op['op_type']}/{op['name']}  ({op['workloads']} workloads; solutions: {authors})"
+            )
     return 0
 
 
@@ -69,6 +77,12 @@ def build_parser() -> argparse.ArgumentParser:
         "kernel_path", help="op directory (op.toml), KernelBench problem .py, or trace-set op"
     )
     p.add_argument("--out", help="task directory to create (default runs/tasks/<op name>)")
+    p.add_argument("--op", help="trace set: the operator to freeze, NAME or OP_TYPE/NAME")
+    p.add_argument(
+        "--solution",
+        help="trace set: the expert baseline, an author, a solution name or a solution .json "
+        "(default: author 'baseline', else the first author, with a warning)",
+    )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
     p = sub.add_parser(

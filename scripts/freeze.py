@@ -43,10 +43,20 @@ def default_out(spec: OpSpec, root: Path = Path("runs/tasks")) -> Path:
     return root / spec.name
 
 
-def freeze(kernel_path: Path, out: Path | None = None, measure=None) -> Path:
-    """Freeze `kernel_path`; return the task directory. Nothing is left behind on failure."""
+def freeze(
+    kernel_path: Path,
+    out: Path | None = None,
+    measure=None,
+    *,
+    op: str | None = None,
+    solution: str | None = None,
+) -> Path:
+    """Freeze `kernel_path`; return the task directory. Nothing is left behind on failure.
+
+    `op` and `solution` pick the operator and expert baseline of a flashinfer-bench trace set.
+    """
     kernel_path = Path(kernel_path)
-    spec, src_dir = load_spec(kernel_path)
+    spec, src_dir = load_spec(kernel_path, op=op, solution=solution)
     out = Path(out) if out else default_out(spec)
     if out.exists():
         if (out / manifest.MANIFEST).is_file():
