@@ -293,3 +293,14 @@ def test_tensor_files_round_trip(tmp_path, tensor):
     write_tensors(path, {"a": torch.ones(2), "t": tensor})
     assert describe(path, "t", "test") == (list(tensor.shape), tensor.dtype)
     assert torch.equal(read_tensor(path, "t", "test"), tensor)
+
+
+def test_destination_passing_needs_output_sizes_the_inputs_give(trace_set):
+    path = trace_set / "definitions" / "rmsnorm" / "rmsnorm_h256.json"
+    definition = json.loads(path.read_text())
+    definition["axes"]["rows_out"] = {"type": "var"}
+    definition["outputs"]["output"]["shape"] = ["rows_out", "hidden_size"]
+    path.write_text(json.dumps(definition))
+    load_spec(trace_set, op="rmsnorm_h256")  # the value-returning baseline allocates its own
+    with pytest.raises(BadInput, match="needs var axis 'rows_out', which no input's shape gives"):
+        load_spec(trace_set, op="rmsnorm_h256", solution="triton-lab")

@@ -128,21 +128,7 @@ def _to_spec(definition, records, sol, sol_where: str, blobs: dict) -> OpSpec:
     }
     scalars = [name for name, t in definition.inputs.items() if t.shape is None]
     workloads = [_workload(definition, inputs, scalars, w, rec, blobs) for w, rec in records]
-    solution = None
-    if sol is not None:
-        solution = {
-            "name": sol.name,
-            "author": sol.author,
-            "language": sol.spec.language,
-            "entry_point": sol.spec.entry_point,
-            "destination_passing_style": _destination_passing(
-                sol.spec.destination_passing_style,
-                sol.entry_source(),
-                sol.spec.entry_function(),
-                len(definition.inputs) + len(definition.outputs),
-                sol_where,
-            ),
-        }
+    solution = _solution_summary(sol, definition, sol_where) if sol else None
     return OpSpec(
         name=definition.name,
         kind=kind_of(definition.op_type),
@@ -163,6 +149,39 @@ def _to_spec(definition, records, sol, sol_where: str, blobs: dict) -> OpSpec:
             "solution": solution,
         },
     )
+
+
+def _solution_summary(sol, definition, where: str) -> dict:
+    """What spec.json keeps of the chosen solution, including how its entry is called."""
+    dps = _destination_passing(
+        sol.spec.destination_passing_style,
+        sol.entry_source(),
+        sol.spec.entry_function(),
+        len(definition.inputs) + len(definition.outputs),
+        where,
+    )
+    if dps:
+        _check_outputs_bound(definition, where)
+    return {
+        "name": sol.name,
+        "author": sol.author,
+        "language": sol.spec.language,
+        "entry_point": sol.spec.entry_point,
+        "destination_passing_style": dps,
+    }
+
+
+def _check_outputs_bound(definition, where: str) -> None:
+    """Outputs allocated for a destination-passing entry take var-axis sizes from the inputs."""
+    bound = {a for t in definition.inputs.values() for a in t.shape or []}
+    for name, t in definition.outputs.items():
+        for axis in t.shape or []:
+            if definition.axes[axis].type == "var" and axis not in bound:
+                raise BadInput(
+                    where,
+                    f"output {name!r} needs var axis {axis!r}, which no input's shape gives, so "
+                    "it cannot be allocated for a destination-passing entry",
+                )
 
 
 def _language(name: str) -> str:

@@ -278,6 +278,8 @@ def locate(root: Path, op: str | None) -> Path:
         with_workloads = [p for p in files if _workload_lines(workloads_file(root, p))]
         if len(with_workloads) == 1:
             return with_workloads[0]
+        if not with_workloads:
+            raise BadInput(str(root), "no operator in this trace set has workloads")
         names = [f"{p.parent.name}/{p.stem}" for p in with_workloads]
         raise BadInput(
             str(root), f"holds {len(names)} operators with workloads; pick one with --op: {names}"
