@@ -83,9 +83,9 @@ def load_spec(path: Path, op: str | None = None, solution: str | None = None):
     blobs = _blobs(root, records)
     spec = _to_spec(definition, records, sol, str(sol_path), blobs)
     staged = _stage(def_path, wl_path, definition, sol_path, sol)
-    for path, name in blobs.values():
+    for blob, name in blobs.values():
         (staged / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(path, staged / name)
+        shutil.copy2(blob, staged / name)
     return spec, staged
 
 
@@ -213,16 +213,16 @@ def _workload(definition, inputs: list[InputSpec], scalars: list[str], where: st
         source = rec.inputs.get(inp.name)
         if source is None:
             raise BadInput(where, f"input {inp.name!r} has no source (random, scalar, ...)")
-        if source.type == "safetensors":
-            path, staged_name = blobs[source.path]
-            _check_tensor_file(inp, shape, path, source.tensor_key, where)
-            sources[inp.name]["path"] = staged_name
         if (source.type == "scalar") != (inp.name in scalars):
             raise BadInput(
                 where,
                 f"input {inp.name!r} is a {'scalar' if inp.name in scalars else 'tensor'} "
                 f"in the definition but its source is {source.type!r}",
             )
+        if source.type == "safetensors":
+            path, staged_name = blobs[source.path]
+            _check_tensor_file(inp, shape, path, source.tensor_key, where)
+            sources[inp.name]["path"] = staged_name
     _check_constraints(definition, {**definition.const_axes(), **dims}, where)
     return Workload(name=rec.uuid, dims=dims, extra={"inputs": sources})
 
@@ -318,6 +318,10 @@ class DestinationPassing:
             for d, axis in enumerate(inp.shape):
                 if isinstance(axis, str):
                     self.bindings.setdefault(axis, (i, d))
+        for o in self.outputs:
+            unsized = set(o["shape"] or []) - set(self.consts) - set(self.bindings)
+            if unsized:
+                raise BadInput(spec.name, f"no input gives the size of output axes {unsized}")
 
     def __call__(self, *inputs):
         axes = dict(self.consts)
