@@ -114,3 +114,16 @@ def test_hip_probe_without_hip_python(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_hip)
     assert "hip-python is not installed" in probe_hip()
     assert hip_cpp.BACKEND.status().available is False
+
+
+def test_triton_and_compile_without_triton(monkeypatch):
+    from tasks.backends import triton_tune
+
+    real = triton_tune.importlib.util.find_spec
+    monkeypatch.setattr(
+        triton_tune.importlib.util, "find_spec", lambda n: None if n == "triton" else real(n)
+    )
+    assert triton_tune.BACKEND.unavailable_reason() == "triton is not installed"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert "needs triton" in torch_compile.BACKEND.unavailable_reason()
+    assert "triton" not in backends.languages()
