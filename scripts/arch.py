@@ -81,3 +81,26 @@ def flush_bytes(info: ArchInfo) -> int:
     if info.vendor == "cpu":
         return 2 * info.llc_bytes
     return max(2 * info.llc_bytes, 256 << 20)
+
+
+def named(arch: str) -> ArchInfo:
+    """ArchInfo for an architecture named without its device (planning, cross-compiling): the
+    vendor and wavefront follow from the name; counts the device would report are left at 0."""
+    arch = strip_features(arch)
+    if arch.startswith("gfx"):
+        wave = 32 if arch.startswith(("gfx10", "gfx11", "gfx12")) else 64
+        return ArchInfo("amd", arch, arch, 0, wave, _INFINITY_CACHE_BYTES.get(arch, 0))
+    if arch.startswith("sm_"):
+        return ArchInfo("nvidia", arch, arch, 0, 32, 0)
+    if arch == "cpu":
+        return ArchInfo("cpu", "cpu", "cpu", compute_units=1, wavefront=1, llc_bytes=64 << 20)
+    raise ValueError(f"unknown architecture {arch!r} (gfx..., sm_..., or cpu)")
+
+
+def compile_target(info: ArchInfo) -> tuple[str, str | int, int]:
+    """Triton's GPUTarget fields (backend, arch, warp size) for a GPU architecture."""
+    if info.vendor == "amd":
+        return ("hip", info.arch, info.wavefront)
+    if info.vendor == "nvidia":
+        return ("cuda", int(info.arch.removeprefix("sm_")), info.wavefront)
+    raise ValueError(f"no GPU compile target for {info.arch}")

@@ -1,0 +1,109 @@
+"""Discover: probe every backend on this box, measure what each proposes on the frozen oracle,
+and plan the lanes (optimize where an editable implementation exists, author elsewhere)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from tasks import backends as registry
+from tasks.backends.aiter_gemm import AiterGemm
+from tasks.backends.base import BuildContext, baseline_candidate
+from tasks.models import (
+    BackendStatus,
+    CandidateRef,
+    CandidateResult,
+    DiscoverPlan,
+    PlanEntry,
+)
+from tasks.search.score import beats, score, workload_ms
+
+CheckFn = Callable[[CandidateRef], CandidateResult]
+
+
+def _frozen_baseline_ms(ctx: BuildContext, measured: CandidateResult) -> dict[str, float]:
+    """The one denominator: as the harness reports it, else as frozen in baseline.json."""
+    out = {w.workload: w.baseline_ms for w in measured.verdict.workloads if w.baseline_ms}
+    frozen = ctx.baseline.get("workloads", {})
+    for name, wl in frozen.items():
+        if name not in out and wl.get("median_ms"):
+            out[name] = float(wl["median_ms"])
+    return out
+
+
+def _engaged(result: CandidateResult) -> bool:
+    if result.candidate.origin == AiterGemm.name:
+        return AiterGemm.engaged(result)
+    return True
+
+
+def plan_lanes(ctx: BuildContext, statuses: list[BackendStatus]) -> list[PlanEntry]:
+    """The incumbent's language always gets an optimize lane; every other lane language this box
+    can run gets optimize when the frozen sources hold an editable implementation in it, else
+    author."""
+    plan = [
+        PlanEntry(
+            language=ctx.spec.language,
+            mode="optimize",
+            reason="the frozen input is written in it: the floor every rewrite must beat",
+        )
+    ]
+    for language in registry.languages():
+        if language == ctx.spec.language:
+            continue
+        backend = registry.lane_backend(language)
+        where = backend.implementation(ctx)
+        if where:
+            plan.append(PlanEntry(language=language, mode="optimize", reason=f"editable: {where}"))
+        else:
+            plan.append(
+                PlanEntry(language=language, mode="author", reason="no implementation in it yet")
+            )
+    incumbent = registry.lane_backend(ctx.spec.language)
+    if incumbent is not None and not incumbent.is_available():
+        plan[0].reason += f" (its backend is unavailable here: {incumbent.unavailable_reason()})"
+    return plan
+
+
+def discover(
+    task_dir: Path,
+    workdir: Path,
+    check_fn: CheckFn,
+    backends: list[str] | None = None,
+) -> DiscoverPlan:
+    ctx = BuildContext.load(task_dir, workdir)
+    chosen = registry.select(backends)
+    statuses = [b.status(ctx.spec) for b in chosen]
+    baseline = check_fn(baseline_candidate(ctx))
+    measured = [baseline]
+    for backend, status in zip(chosen, statuses):
+        if not status.available:
+            continue
+        try:
+            refs = backend.candidates(ctx)
+        except Exception as exc:  # one backend's failure is reported, never fatal
+            status.reason = f"proposed nothing: {type(exc).__name__}: {exc}"
+            continue
+        if not refs and backend.lane and backend.implementation(ctx):
+            status.reason = "measured as the baseline; its configurations are a search lane's"
+        elif not refs:
+            status.reason = "nothing to propose for this op"
+        measured += [check_fn(ref) for ref in refs]
+
+    base_ms = _frozen_baseline_ms(ctx, baseline)
+    passed = [r for r in measured if score(r.verdict) is not None]
+    best = min(passed, key=lambda r: score(r.verdict), default=None)
+    env = [
+        r
+        for r in passed
+        if r.candidate.mode == "tuned-env" and _engaged(r) and beats(r.verdict, base_ms)
+    ]
+    return DiscoverPlan(
+        baseline_ms=base_ms,
+        best_known_ms=workload_ms(best.verdict) if best else {},
+        best_backend=(best.candidate.origin or best.candidate.name) if best else None,
+        env_candidate=min(env, key=lambda r: score(r.verdict)) if env else None,
+        measured=measured,
+        backends=statuses,
+        plan=plan_lanes(ctx, statuses),
+    )

@@ -1,0 +1,81 @@
+"""A search lane: tune one language's implementation of a frozen op, every candidate checked."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from tasks import backends
+from tasks.backends.base import BuildContext
+from tasks.models import CandidateRef, CandidateResult
+from tasks.search.history import History
+from tasks.search.runner import tune
+from tasks.search.score import score
+
+CheckFn = Callable[[CandidateRef], CandidateResult]
+
+
+def run_search(
+    task_dir: Path,
+    language: str,
+    mode: str,
+    workdir: Path,
+    check_fn: CheckFn,
+    *,
+    budget_evals: int,
+    budget_s: float,
+    strategy: str = "auto",
+    history_dir: Path | None = None,
+    source: Path | None = None,
+    seed: int = 0,
+) -> list[CandidateResult]:
+    """Tune `language`'s configuration space on the frozen op; results best first.
+
+    mode "optimize" tunes the frozen incumbent written in `language`; mode "author" tunes the
+    implementation at `source` (a candidate an author wrote, in the op's format). Returns [] when
+    the language has nothing tunable for this op.
+    """
+    if mode not in ("optimize", "author"):
+        raise ValueError(f"mode is optimize or author, not {mode!r}")
+    ctx = BuildContext.load(task_dir, workdir)
+    backend = backends.lane_backend(language)
+    if backend is None or not backend.is_available():
+        return []
+    if mode == "author" and source is None:
+        return []
+    tunable = backend.tunable(ctx, source if mode == "author" else None)
+    if tunable is None:
+        return []
+    history = History(history_dir) if history_dir else None
+    warm = list(tunable.defaults)
+    if history is not None:
+        warm += history.best(ctx.oracle_sha256, ctx.arch.arch, language)
+    results: list[CandidateResult] = []
+
+    def evaluate(config: dict):
+        try:
+            ref = tunable.build(config)
+        except Exception as exc:  # a config the generator cannot write is pruned, not fatal
+            return None, f"could not build: {type(exc).__name__}: {exc}", None
+        result = check_fn(ref)
+        results.append(result)
+        v = result.verdict
+        return score(v), (v.reason or v.status.value), result
+
+    outcome = tune(
+        tunable.space,
+        evaluate,
+        budget_evals=budget_evals,
+        budget_s=budget_s,
+        strategy=strategy,
+        warm=warm,
+        seed=seed,
+    )
+    if history is not None:
+        history.record(
+            ctx.oracle_sha256,
+            ctx.arch.arch,
+            language,
+            [(t.config, t.score) for t in outcome.trials if t.status != "pruned"],
+        )
+    return sorted(results, key=lambda r: (score(r.verdict) is None, score(r.verdict) or 0.0))
