@@ -1,0 +1,287 @@
+"""Running untrusted code: a scrubbed environment, its own session, a deadline, no survivors.
+
+The process that calls `run` becomes a child subreaper (Linux), so every process the candidate
+starts, even one that detaches with setsid and a double fork, stays its descendant and is killed
+by `kill_descendants` before anything is judged. Exit status and output prove nothing; only what
+`run` observes itself (the deadline, the signal, the times marker lines arrived) is trusted.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+import select
+import signal
+import subprocess
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Any variable whose name contains one of these is a credential; so is the orchestrator's config.
+SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
+SECRET_PREFIXES = ("PREFECT_", "ANTHROPIC_", "OPENAI_", "AWS_")
+_PR_SET_DUMPABLE = 4
+_PR_CAPBSET_DROP = 24
+_PR_SET_NO_NEW_PRIVS = 38
+_PR_SET_CHILD_SUBREAPER = 36
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
+
+
+def is_secret(name: str) -> bool:
+    upper = name.upper()
+    return any(w in upper for w in SECRET_WORDS) or upper.startswith(SECRET_PREFIXES)
+
+
+def scrub_env(env: Mapping[str, str]) -> dict[str, str]:
+    """A copy of `env` without credentials or the orchestrator's API settings."""
+    return {k: v for k, v in env.items() if not is_secret(k)}
+
+
+def secret_values(env: Mapping[str, str]) -> list[str]:
+    """Values worth redacting from anything a candidate printed (short ones would hit by chance)."""
+    return sorted(
+        {v for k, v in env.items() if is_secret(k) and len(v) >= 8}, key=len, reverse=True
+    )
+
+
+def redact(text: str, values: list[str]) -> str:
+    for value in values:
+        text = text.replace(value, "[redacted]")
+    return text
+
+
+def _prctl(option: int, arg: int) -> bool:
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(option, arg, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False  # not Linux
+
+
+def become_subreaper() -> bool:
+    """Make orphaned descendants re-parent to this process instead of init (Linux only)."""
+    return _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+
+
+def protect_self() -> bool:
+    """Make this process non-dumpable: processes without CAP_SYS_PTRACE can then neither attach
+    to it nor read its memory or /proc/PID/environ, even under the same user."""
+    return _prctl(_PR_SET_DUMPABLE, 0)
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
+
+
+def confine_self() -> None:
+    """Called first thing in the candidate's process: no core files, no new privileges, and for
+    root no capabilities (so it cannot trace or read protected processes of the same user)."""
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    _prctl(_PR_SET_NO_NEW_PRIVS, 1)
+    if os.geteuid() != 0:
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return
+    for cap in range(64):
+        libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)
+    libc.capset(ctypes.byref(_CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)), (_CapData * 2)())
+
+
+def _parent_map() -> dict[int, int]:
+    parents = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_text()
+        except OSError:
+            continue
+        # The command name may hold spaces and parentheses: fields resume after the last ')'.
+        fields = stat.rpartition(")")[2].split()
+        if len(fields) > 1:
+            parents[int(entry.name)] = int(fields[1])
+    return parents
+
+
+def descendants(root: int) -> list[int]:
+    if not Path("/proc/self/stat").exists():
+        return []
+    children: dict[int, list[int]] = {}
+    for pid, ppid in _parent_map().items():
+        children.setdefault(ppid, []).append(pid)
+    found, stack = [], [root]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def _reap() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def kill_descendants(rounds: int = 200) -> int:
+    """SIGKILL every descendant of this process until none is left; return how many were killed.
+
+    Call it only after the direct child has been waited for (its exit status is read first)."""
+    killed: set[int] = set()
+    for _ in range(rounds):
+        pids = descendants(os.getpid())
+        if not pids:
+            break
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.add(pid)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.005)
+        _reap()
+    _reap()
+    return len(killed)
+
+
+def describe_exit(returncode: int | None) -> str:
+    if returncode is None:
+        return "is still running"
+    if returncode < 0:
+        try:
+            sig = signal.Signals(-returncode)
+            what = signal.strsignal(sig) or sig.name
+            return f"was killed by {sig.name} ({what.lower()})"
+        except ValueError:
+            return f"was killed by signal {-returncode}"
+    return f"exited with status {returncode}"
+
+
+@dataclass
+class Finished:
+    returncode: int | None
+    timed_out: bool
+    wall_s: float
+    markers: list[tuple[str, int]] = field(default_factory=list)  # (line, perf_counter_ns)
+    killed: int = 0
+
+    @property
+    def how(self) -> str:
+        return describe_exit(self.returncode)
+
+
+def spawn(
+    argv: list[str], *, env: dict[str, str], cwd: Path, log_path: Path, pass_fds=()
+) -> subprocess.Popen:
+    with open(log_path, "wb") as log:
+        return subprocess.Popen(
+            argv,
+            env=env,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            pass_fds=tuple(pass_fds),
+        )
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class Child:
+    """A process in its own session under a deadline; `wait` kills its group and descendants.
+
+    With `with_markers`, the child gets a pipe's write end as its last argument; each line it
+    writes there is returned with the time it arrived here (this process's own clock)."""
+
+    def __init__(
+        self,
+        argv: list[str],
+        *,
+        env: dict[str, str],
+        cwd: Path,
+        log_path: Path,
+        timeout_s: float,
+        with_markers: bool = False,
+    ):
+        self.timeout_s = timeout_s
+        self._read_fd, write_fd = os.pipe() if with_markers else (None, None)
+        args = [*argv, str(write_fd)] if with_markers else argv
+        self._start = time.monotonic()
+        self.proc = spawn(
+            args, env=env, cwd=cwd, log_path=log_path, pass_fds=(write_fd,) if with_markers else ()
+        )
+        if with_markers:
+            os.close(write_fd)
+        self._pending = b""
+        self.markers: list[tuple[str, int]] = []
+
+    def _read_markers(self, timeout: float) -> None:
+        ready, _, _ = select.select([self._read_fd], [], [], timeout)
+        arrived = time.perf_counter_ns()
+        if not ready:
+            return
+        data = os.read(self._read_fd, 65536)
+        if not data:  # every writer closed it; the child may still be running
+            os.close(self._read_fd)
+            self._read_fd = None
+        self._pending += data
+        *lines, self._pending = self._pending.split(b"\n")
+        self.markers.extend((ln.decode(errors="replace"), arrived) for ln in lines if ln)
+
+    def wait(self) -> Finished:
+        timed_out = False
+        while True:
+            remaining = self.timeout_s - (time.monotonic() - self._start)
+            if remaining <= 0:
+                timed_out = True
+                break
+            if self._read_fd is not None:
+                self._read_markers(min(remaining, 0.05))
+            else:
+                try:
+                    self.proc.wait(timeout=min(remaining, 0.05))
+                except subprocess.TimeoutExpired:
+                    pass
+            if self.proc.poll() is not None:
+                break
+        kill_group(self.proc)
+        self.proc.wait()
+        killed = kill_descendants()
+        while self._read_fd is not None and select.select([self._read_fd], [], [], 0)[0]:
+            self._read_markers(0)  # what it wrote just before it ended
+        if self._read_fd is not None:
+            os.close(self._read_fd)
+            self._read_fd = None
+        return Finished(
+            returncode=self.proc.returncode,
+            timed_out=timed_out,
+            wall_s=time.monotonic() - self._start,
+            markers=self.markers,
+            killed=killed,
+        )
+
+
+def run(argv: list[str], **kwargs) -> Finished:
+    """Run `argv` as a `Child` (same keyword arguments) and wait for it."""
+    return Child(argv, **kwargs).wait()
