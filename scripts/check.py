@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -127,6 +128,8 @@ def _run_judge(request: protocol.JudgeRequest, device_env, workdir: Path | None)
             log_path=workdir / "judge.log",
             timeout_s=2 * request.timeout_s + 120,
         )
+        if finished.timed_out or finished.returncode != 0:
+            _kill_candidate_group(workdir)
         verdict = _read_verdict(request, verdict_path, finished, workdir / "judge.log")
     finally:
         if own:
@@ -140,6 +143,16 @@ def _run_judge(request: protocol.JudgeRequest, device_env, workdir: Path | None)
             "reason": sandbox.redact(verdict.reason, secrets) if verdict.reason else None,
         }
     )
+
+
+def _kill_candidate_group(workdir: Path) -> None:
+    """The judge ended abnormally: its candidate's process group may still be running."""
+    from scripts.judge import CHILD_PGID
+
+    try:
+        os.killpg(int((workdir / CHILD_PGID).read_text()), signal.SIGKILL)
+    except (OSError, ValueError):
+        pass
 
 
 def _read_verdict(request, verdict_path: Path, finished, log_path: Path) -> Verdict:

@@ -31,6 +31,7 @@ from scripts.verdict import Status, Verdict, WorkloadVerdict, geomean
 REPO_ROOT = Path(__file__).resolve().parent.parent
 HARNESS_DIR = Path(__file__).resolve().parent
 TAIL_CHARS = 2000
+CHILD_PGID = "candidate.pgid"
 _rng = random.SystemRandom()
 
 
@@ -158,7 +159,9 @@ class Judge:
             log_path=scratch / "output.log",
             timeout_s=self.req.timeout_s,
             with_markers=True,
+            sweep=True,
         )
+        (self.workdir / CHILD_PGID).write_text(str(child.proc.pid))  # for check(), should we hang
         _preload()  # import torch and the formats while the candidate starts up
         finished = child.wait()
         verdict_path.unlink(missing_ok=True)  # anything there now was not written by this judge
@@ -255,7 +258,8 @@ class Judge:
 
 
 def _preload() -> None:
-    import torch  # noqa: F401
+    """Imports and the device context, made while the candidate's process starts (no kernels)."""
+    import torch
 
     import scripts.compare  # noqa: F401
     import scripts.formats  # noqa: F401
@@ -265,6 +269,8 @@ def _preload() -> None:
         import triton.language  # noqa: F401
     except ImportError:
         pass
+    if torch.cuda.is_available():
+        torch.empty(1, device="cuda")  # creates the context: an allocation, no kernel
 
 
 def _write(path: Path, text: str) -> None:

@@ -209,10 +209,12 @@ def kill_group(proc: subprocess.Popen) -> None:
 
 
 class Child:
-    """A process in its own session under a deadline; `wait` kills its group and descendants.
+    """A process in its own session under a deadline; `wait` kills its process group.
 
     With `with_markers`, the child gets a pipe's write end as its last argument; each line it
-    writes there is returned with the time it arrived here (this process's own clock)."""
+    writes there is returned with the time it arrived here (this process's own clock). With
+    `sweep`, `wait` also kills every other descendant of this process: only for a subreaper
+    whose sole child this is (the judge), never in a process that runs other work."""
 
     def __init__(
         self,
@@ -223,8 +225,10 @@ class Child:
         log_path: Path,
         timeout_s: float,
         with_markers: bool = False,
+        sweep: bool = False,
     ):
         self.timeout_s = timeout_s
+        self.sweep = sweep
         self._read_fd, write_fd = os.pipe() if with_markers else (None, None)
         args = [*argv, str(write_fd)] if with_markers else argv
         self._start = time.monotonic()
@@ -267,7 +271,7 @@ class Child:
                 break
         kill_group(self.proc)
         self.proc.wait()
-        killed = kill_descendants()
+        killed = kill_descendants() if self.sweep else 0
         while self._read_fd is not None and select.select([self._read_fd], [], [], 0)[0]:
             self._read_markers(0)  # what it wrote just before it ended
         if self._read_fd is not None:
