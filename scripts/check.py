@@ -9,6 +9,7 @@ exception; an unusable task directory or a missing candidate is `BadInput`.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import signal
@@ -119,14 +120,14 @@ def _run_judge(request: protocol.JudgeRequest, device_env, workdir: Path | None)
     started = time.monotonic()
     try:
         request_path, verdict_path = workdir / "request.json", workdir / "verdict.json"
-        request_path.write_text(request.model_dump_json())
+        sandbox.write_new(request_path, request.model_dump_json())
         verdict_path.unlink(missing_ok=True)
         finished = sandbox.run(
             [sys.executable, "-m", "scripts.judge", str(request_path), str(verdict_path)],
             env=_judge_env(device_env),
             cwd=workdir,
             log_path=workdir / "judge.log",
-            timeout_s=2 * request.timeout_s + 120,
+            timeout_s=_judge_deadline(request),
         )
         if finished.timed_out or finished.returncode != 0:
             _kill_candidate_group(workdir)
@@ -146,18 +147,25 @@ def _run_judge(request: protocol.JudgeRequest, device_env, workdir: Path | None)
 
 
 def _kill_candidate_group(workdir: Path) -> None:
-    """The judge ended abnormally: its candidate's process group may still be running."""
+    """The judge ended abnormally: its candidate's process group may still be running. The
+    recorded group is killed only if its leader is still a candidate's process."""
     from scripts.judge import CHILD_PGID
 
     try:
-        os.killpg(int((workdir / CHILD_PGID).read_text()), signal.SIGKILL)
+        pgid = int((workdir / CHILD_PGID).read_text())
+        leader = Path(f"/proc/{pgid}/cmdline").read_bytes().split(b"\0")
+        if pgid > 1 and pgid != os.getpgrp() and b"scripts.child" in leader:
+            os.killpg(pgid, signal.SIGKILL)
     except (OSError, ValueError):
         pass
 
 
-def _read_verdict(request, verdict_path: Path, finished, log_path: Path) -> Verdict:
-    import json
+def _judge_deadline(request: protocol.JudgeRequest) -> float:
+    """The candidate's deadline plus room for the judge's own work (reference, comparisons)."""
+    return 2 * request.timeout_s + 120
 
+
+def _read_verdict(request, verdict_path: Path, finished, log_path: Path) -> Verdict:
     if finished.returncode == 0 and not finished.timed_out and verdict_path.is_file():
         data = json.loads(verdict_path.read_text())
         if "bad_input" in data:
@@ -167,7 +175,7 @@ def _read_verdict(request, verdict_path: Path, finished, log_path: Path) -> Verd
         except ValidationError as exc:
             problem = f"its verdict does not validate: {str(exc).splitlines()[0]}"
     elif finished.timed_out:
-        problem = f"it did not finish within {2 * request.timeout_s + 120:g} s"
+        problem = f"it did not finish within {_judge_deadline(request):g} s"
     else:
         problem = f"it {finished.how} without a verdict"
     log = Path(log_path).read_text(errors="replace")[-2000:] if Path(log_path).exists() else ""

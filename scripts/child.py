@@ -182,22 +182,27 @@ class Runner:
     def inputs(self, workload, seed: int) -> list:
         return list(self.fmt.make_inputs(self.spec, self.src_dir, workload, seed, self.device))
 
-    def call(self, args, *, poison: bool = False):
+    def run(self, work, *args):
+        """Run candidate code: its exceptions become a Failure, its time is counted as its own."""
         t0 = _NOW_NS()
         try:
-            if poison:
-                with poisoned_allocations():
-                    result = self.fn(*args)
-                    self.clock.sync()
-            else:
-                result = self.fn(*args)
-                self.clock.sync()
+            return work(*args)
         except (Exception, SystemExit) as exc:
             traceback.print_exc()
             raise Failure(*classify(exc, loading=False)) from exc
         finally:
             self.spent_ns += _NOW_NS() - t0
+
+    def checked_call(self, args):
+        with poisoned_allocations():
+            result = self.fn(*args)
+            self.clock.sync()
         return result
+
+    def plain_calls(self, args, count: int) -> None:
+        for _ in range(count):
+            self.fn(*args)
+        self.clock.sync()
 
     def outputs(self, result, what: str) -> list:
         outs = compare.as_outputs(result)
@@ -249,7 +254,7 @@ class Runner:
             what = f"trial {t + 1}"
             args = self.inputs(wl, seed)
             before = self.keep(args)
-            outs = self.outputs(self.call(args, poison=True), what)
+            outs = self.outputs(self.run(self.checked_call, args), what)
             snaps = self.snapshot(outs)
             name = protocol.trial_file(index, t)
             torch.save([s.cpu() for s in snaps], self.results.root / name)
@@ -257,8 +262,7 @@ class Runner:
             record.trials.append(name)
             shapes = [tuple(s.shape) for s in snaps]
         args = self.inputs(wl, seeds.warmup_seed)
-        for _ in range(self.request.warmup):
-            self.call(args)
+        self.run(self.plain_calls, args, self.request.warmup)
         weights = None
         slots: list[list] = []  # input buffers reused in turn, refilled with fresh values
         for k, seed in enumerate(seeds.sample_seeds):
@@ -266,18 +270,13 @@ class Runner:
             args = self.refill(slots, k, self.inputs(wl, seed))
             before = self.keep(args)
             self.flush()
-            t0 = _NOW_NS()
-            try:
-                result, ms, host_ms = self.clock.time(self.fn, args)
-            except (Exception, SystemExit) as exc:
-                traceback.print_exc()
-                raise Failure(*classify(exc, loading=False)) from exc
-            finally:
-                self.spent_ns += _NOW_NS() - t0
+            result, ms, host_ms = self.run(self.clock.time, self.fn, args)
             outs = self.outputs(result, what)
             snaps = self.snapshot(outs)
             if [tuple(s.shape) for s in snaps] != shapes:
-                raise Failure(Status.INCORRECT_SHAPE, f"{what}: output shapes differ from trial 1")
+                raise Failure(
+                    Status.INCORRECT_SHAPE, f"{what}: output shapes differ from the trials'"
+                )
             if weights is None:
                 weights = [
                     compare.projection_matrix(s.numel(), seeds.projection_seed + j, self.device)
@@ -289,19 +288,11 @@ class Runner:
             record.host_ms.append(host_ms)
         record.wall_calls = timing.wall_calls(record.samples_ms, record.host_ms)
         args = self.inputs(wl, seeds.wall_seed)
-        for block in range(self.request.wall_blocks):
+        for block in range(self.request.wall_blocks):  # timed by the judge, from these markers
             self.clock.sync()
-            t0 = _NOW_NS()
             self.results.marker(f"begin {index} {block}")
-            try:
-                for _ in range(record.wall_calls):
-                    self.fn(*args)
-                self.clock.sync()
-            except (Exception, SystemExit) as exc:
-                traceback.print_exc()
-                raise Failure(*classify(exc, loading=False)) from exc
+            self.run(self.plain_calls, args, record.wall_calls)
             self.results.marker(f"end {index} {block}")
-            self.spent_ns += _NOW_NS() - t0
         return record
 
 

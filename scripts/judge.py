@@ -84,6 +84,16 @@ def tail(path: Path, chars: int = TAIL_CHARS) -> str:
         return ""
 
 
+def last_started(markers, count: int) -> int:
+    """The workload the child said it started last (0 if it said nothing sensible)."""
+    last = 0
+    for line, _ in markers:
+        parts = line.split()
+        if len(parts) == 2 and parts[0] == "start" and parts[1].isdigit() and int(parts[1]) < count:
+            last = int(parts[1])
+    return last
+
+
 class Results:
     """What the child left in its results directory, validated; garbled files are named."""
 
@@ -135,7 +145,7 @@ class Judge:
             for wl in self.spec.workloads
         ]
 
-    def run(self, verdict_path: Path) -> Verdict:
+    def run(self) -> Verdict:
         before = snapshot(self.task)
         sandbox.protect_self()
         sandbox.become_subreaper()
@@ -161,10 +171,11 @@ class Judge:
             with_markers=True,
             sweep=True,
         )
-        (self.workdir / CHILD_PGID).write_text(str(child.proc.pid))  # for check(), should we hang
+        sandbox.write_new(
+            self.workdir / CHILD_PGID, str(child.proc.pid)
+        )  # for check(), should we hang
         _preload()  # import torch and the formats while the candidate starts up
         finished = child.wait()
-        verdict_path.unlink(missing_ok=True)  # anything there now was not written by this judge
         problem = tampering(before, snapshot(self.task))
         results = Results(scratch / "results", len(self.spec.workloads))
         verdict = self.verdict(finished, results, problem, tail(scratch / "output.log"))
@@ -211,8 +222,7 @@ class Judge:
         """Why workload `index` has no result: the child's fatal report, a deadline or a crash."""
         if isinstance(results.fatal, protocol.ChildError):
             return results.fatal.status, results.fatal.reason
-        started = [int(ln.split()[1]) for ln, _ in finished.markers if ln.startswith("start ")]
-        current = started[-1] if started and started[-1] < len(self.seeds) else 0
+        current = last_started(finished.markers, len(self.seeds))
         if index > current:
             name = self.seeds[current].name
             status = Status.TIMEOUT if finished.timed_out else Status.CRASHED
@@ -275,7 +285,7 @@ def _preload() -> None:
 
 def _write(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
+    sandbox.write_new(tmp, text)
     os.replace(tmp, path)
 
 
@@ -288,7 +298,7 @@ def main(argv: list[str]) -> int:
         _write(verdict_path, json.dumps({"bad_input": [exc.where, exc.what]}))
         return 0
     try:
-        verdict = judge.run(verdict_path)
+        verdict = judge.run()
     except BadInput as exc:  # the reference itself failed: the oracle is unusable
         _write(verdict_path, json.dumps({"bad_input": [exc.where, exc.what]}))
         return 0

@@ -1,9 +1,12 @@
 """Running untrusted code: a scrubbed environment, its own session, a deadline, no survivors.
 
-The process that calls `run` becomes a child subreaper (Linux), so every process the candidate
-starts, even one that detaches with setsid and a double fork, stays its descendant and is killed
-by `kill_descendants` before anything is judged. Exit status and output prove nothing; only what
-`run` observes itself (the deadline, the signal, the times marker lines arrived) is trusted.
+The judge makes itself a child subreaper (Linux), so every process the candidate starts, even
+one that detaches with setsid and a double fork, stays its descendant and is killed (`sweep`)
+before anything is judged. The candidate's process confines itself first thing (no core files,
+no new privileges, no capabilities when root); the judge and the orchestrator make themselves
+non-dumpable, so a candidate can neither trace them nor read their memory or environment. Exit
+status and output prove nothing; only what `Child.wait` observes itself (the deadline, the
+signal, the kernel's times for the marker lines) is trusted.
 """
 
 from __future__ import annotations
@@ -13,7 +16,10 @@ import os
 import resource
 import select
 import signal
+import socket
+import struct
 import subprocess
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -27,6 +33,8 @@ _PR_CAPBSET_DROP = 24
 _PR_SET_NO_NEW_PRIVS = 38
 _PR_SET_CHILD_SUBREAPER = 36
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
+_SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+MAX_MARKERS = 100_000
 
 
 def is_secret(name: str) -> bool:
@@ -177,7 +185,7 @@ class Finished:
     returncode: int | None
     timed_out: bool
     wall_s: float
-    markers: list[tuple[str, int]] = field(default_factory=list)  # (line, perf_counter_ns)
+    markers: list[tuple[str, int]] = field(default_factory=list)  # (line, ns when written)
     killed: int = 0
 
     @property
@@ -185,10 +193,23 @@ class Finished:
         return describe_exit(self.returncode)
 
 
+def new_file(path: Path, mode: str = "wb"):
+    """Open a file this process creates itself: whatever stood at `path` (a link that a candidate
+    planted, say) is removed first, and a link appearing meanwhile is not followed."""
+    Path(path).unlink(missing_ok=True)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+    return os.fdopen(os.open(path, flags, 0o644), mode)
+
+
+def write_new(path: Path, text: str) -> None:
+    with new_file(path, "w") as f:
+        f.write(text)
+
+
 def spawn(
     argv: list[str], *, env: dict[str, str], cwd: Path, log_path: Path, pass_fds=()
 ) -> subprocess.Popen:
-    with open(log_path, "wb") as log:
+    with new_file(log_path) as log:
         return subprocess.Popen(
             argv,
             env=env,
@@ -208,13 +229,68 @@ def kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
+class Markers:
+    """Marker lines from the child, each stamped by the kernel when it was sent.
+
+    A datagram socket with SO_TIMESTAMPNS: the time is taken when the child writes, however
+    late this process reads (it may be busy importing while the candidate runs). A thread keeps
+    the queue drained so the child never blocks on a full one."""
+
+    def __init__(self):
+        self._ours, self.theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self._stamped = _set_timestamps(self._ours)
+        self._ours.setblocking(False)
+        self.lines: list[tuple[str, int]] = []  # (line, CLOCK_REALTIME ns when it was sent)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._drain_until_stopped, daemon=True)
+
+    def start(self) -> None:
+        self.theirs.close()  # the child holds its own copy now
+        self._thread.start()
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                data, ancillary, _, _ = self._ours.recvmsg(4096, socket.CMSG_SPACE(16))
+            except (BlockingIOError, InterruptedError):
+                return
+            sent = time.time_ns()
+            for level, kind, payload in ancillary:
+                if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS and self._stamped:
+                    sec, nsec = struct.unpack("qq", payload[:16])
+                    sent = sec * 1_000_000_000 + nsec
+            line = data.decode(errors="replace").strip()
+            if line and len(self.lines) < MAX_MARKERS:  # a flood is not stored (nor believed)
+                self.lines.append((line, sent))
+
+    def _drain_until_stopped(self) -> None:
+        while not self._stop.is_set():
+            select.select([self._ours], [], [], 0.05)
+            self._drain()
+
+    def stop(self) -> list[tuple[str, int]]:
+        self._stop.set()
+        self._thread.join()
+        self._drain()
+        self._ours.close()
+        return sorted(self.lines, key=lambda item: item[1])
+
+
+def _set_timestamps(sock: socket.socket) -> bool:
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
+        return True
+    except OSError:
+        return False  # stamped on arrival here instead
+
+
 class Child:
     """A process in its own session under a deadline; `wait` kills its process group.
 
-    With `with_markers`, the child gets a pipe's write end as its last argument; each line it
-    writes there is returned with the time it arrived here (this process's own clock). With
-    `sweep`, `wait` also kills every other descendant of this process: only for a subreaper
-    whose sole child this is (the judge), never in a process that runs other work."""
+    With `with_markers`, the child gets the file descriptor of a datagram socket as its last
+    argument; each line it writes there comes back with the time it was written (`Markers`).
+    With `sweep`, `wait` also kills every other descendant of this process: only for a
+    subreaper whose sole child this is (the judge), never in a process that runs other work."""
 
     def __init__(
         self,
@@ -229,59 +305,34 @@ class Child:
     ):
         self.timeout_s = timeout_s
         self.sweep = sweep
-        self._read_fd, write_fd = os.pipe() if with_markers else (None, None)
-        args = [*argv, str(write_fd)] if with_markers else argv
+        self._markers = Markers() if with_markers else None
+        fds = (self._markers.theirs.fileno(),) if with_markers else ()
         self._start = time.monotonic()
         self.proc = spawn(
-            args, env=env, cwd=cwd, log_path=log_path, pass_fds=(write_fd,) if with_markers else ()
+            [*argv, *map(str, fds)], env=env, cwd=cwd, log_path=log_path, pass_fds=fds
         )
-        if with_markers:
-            os.close(write_fd)
-        self._pending = b""
-        self.markers: list[tuple[str, int]] = []
-
-    def _read_markers(self, timeout: float) -> None:
-        ready, _, _ = select.select([self._read_fd], [], [], timeout)
-        arrived = time.perf_counter_ns()
-        if not ready:
-            return
-        data = os.read(self._read_fd, 65536)
-        if not data:  # every writer closed it; the child may still be running
-            os.close(self._read_fd)
-            self._read_fd = None
-        self._pending += data
-        *lines, self._pending = self._pending.split(b"\n")
-        self.markers.extend((ln.decode(errors="replace"), arrived) for ln in lines if ln)
+        if self._markers:
+            self._markers.start()
 
     def wait(self) -> Finished:
         timed_out = False
-        while True:
+        while self.proc.poll() is None:
             remaining = self.timeout_s - (time.monotonic() - self._start)
             if remaining <= 0:
                 timed_out = True
                 break
-            if self._read_fd is not None:
-                self._read_markers(min(remaining, 0.05))
-            else:
-                try:
-                    self.proc.wait(timeout=min(remaining, 0.05))
-                except subprocess.TimeoutExpired:
-                    pass
-            if self.proc.poll() is not None:
-                break
+            try:
+                self.proc.wait(timeout=min(remaining, 0.05))
+            except subprocess.TimeoutExpired:
+                pass
         kill_group(self.proc)
         self.proc.wait()
         killed = kill_descendants() if self.sweep else 0
-        while self._read_fd is not None and select.select([self._read_fd], [], [], 0)[0]:
-            self._read_markers(0)  # what it wrote just before it ended
-        if self._read_fd is not None:
-            os.close(self._read_fd)
-            self._read_fd = None
         return Finished(
             returncode=self.proc.returncode,
             timed_out=timed_out,
             wall_s=time.monotonic() - self._start,
-            markers=self.markers,
+            markers=self._markers.stop() if self._markers else [],
             killed=killed,
         )
 

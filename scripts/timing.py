@@ -22,18 +22,25 @@ WALL_TARGET_MS = 10.0  # length of one back-to-back block (the fastest of severa
 WALL_CALLS = (3, 2000)  # fewest and most calls in a block
 
 
+def clock_kind(device: str) -> str:
+    if device == "cpu":
+        return "host"
+    import torch
+
+    return "hip_event" if torch.version.hip else "cuda_event"
+
+
 class Clock:
     """Times one call with device events (host clock on CPU); also reports the host time."""
 
     def __init__(self, device: str, now_ns=time.perf_counter_ns):
         self._now = now_ns
+        self.kind = clock_kind(device)
         if device == "cpu":
-            self.kind = "host"
             self._sync = _no_sync
             return
         import torch
 
-        self.kind = "hip_event" if torch.version.hip else "cuda_event"
         self._sync = torch.cuda.synchronize
         self._event = torch.cuda.Event
         self._record = torch.cuda.Event.record
@@ -41,9 +48,6 @@ class Clock:
 
     def sync(self) -> None:
         self._sync()
-
-    def now_ns(self) -> int:
-        return self._now()
 
     def time(self, fn, args) -> tuple[object, float, float]:
         """(result, measured ms, host ms) of fn(*args), started after a device-wide sync."""

@@ -6,8 +6,6 @@ from __future__ import annotations
 import math
 import random
 
-import torch
-
 from scripts import compare, protocol, timing
 from scripts.reference import Reference, load_outputs, nbytes
 from scripts.verdict import Status, WorkloadVerdict
@@ -15,15 +13,11 @@ from scripts.verdict import Status, WorkloadVerdict
 _rng = random.SystemRandom()
 
 
-def clock_kind(device: str) -> str:
-    if device == "cpu":
-        return "host"
-    return "hip_event" if torch.version.hip else "cuda_event"
-
-
 def verify_workload(
     judge, index: int, wl, record: protocol.ChildWorkload, reference: Reference, root, markers, info
 ) -> WorkloadVerdict:
+    """`judge` is the scripts.judge.Judge (request, seeds, spec, baseline); `root` the child's
+    results directory; `markers` its marker lines with arrival times; `info` the ArchInfo."""
     req, seeds, tol_for = judge.req, judge.seeds[index], judge.spec.tolerance_for
 
     def verdict(status: Status, reason: str | None = None, **fields) -> WorkloadVerdict:
@@ -73,7 +67,7 @@ def verify_workload(
     wall = timing.wall_ms_per_call(markers, index, req.wall_blocks, record.wall_calls)
     if isinstance(wall, str):
         return verdict(Status.FLAGGED, wall, **checked)
-    measured = timing.summarize(samples, clock_kind(reference.device), wall)
+    measured = timing.summarize(samples, timing.clock_kind(reference.device), wall)
     flops = timing.flops_of(judge.spec.flops, wl.dims)
     floor = timing.floor_ms(moved, flops, info.peak_bandwidth, info.peak_flops)
     problem = timing.timing_problem(measured, floor)

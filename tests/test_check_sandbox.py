@@ -121,7 +121,7 @@ def test_a_detached_daemon_does_not_survive_its_check(tmp_path):
     assert (returncode, daemon_alive) == ("0", "False") and int(killed) >= 1
 
 
-def test_marker_lines_carry_the_time_they_arrived(tmp_path):
+def test_marker_lines_carry_the_time_they_were_written_however_late_they_are_read(tmp_path):
     code = """
         import os, sys, time
         fd = int(sys.argv[1])
@@ -129,7 +129,7 @@ def test_marker_lines_carry_the_time_they_arrived(tmp_path):
         time.sleep(0.3)
         os.write(fd, b"end 0 0\\n")
     """
-    finished = sandbox.run(
+    child = sandbox.Child(
         _python(code),
         env=dict(os.environ),
         cwd=tmp_path,
@@ -137,10 +137,12 @@ def test_marker_lines_carry_the_time_they_arrived(tmp_path):
         timeout_s=30,
         with_markers=True,
     )
+    time.sleep(1.0)  # busy elsewhere, as the judge is while it imports torch
+    finished = child.wait()
     assert finished.returncode == 0 and not finished.timed_out
     (begin, t0), (end, t1) = finished.markers
     assert (begin, end) == ("begin 0 0", "end 0 0")
-    assert 0.25 <= (t1 - t0) / 1e9 <= 2.0
+    assert 0.25 <= (t1 - t0) / 1e9 <= 0.6
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="capabilities are dropped only when running as root")
