@@ -47,6 +47,61 @@ def cmd_freeze(args) -> int:
     return 0
 
 
+def cmd_check(args) -> int:
+    import tempfile
+    from functools import partial
+
+    from scripts.check import check
+    from scripts.freeze import freeze, measure_baseline
+
+    task, candidate = Path(args.task_dir), Path(args.candidate)
+    if not task.exists():
+        raise BadInput(str(task), "no such task directory or kernel")
+    if not candidate.exists():
+        raise BadInput(str(candidate), "candidate does not exist")
+    options = {"timeout_s": args.timeout, "samples": args.samples}
+    with tempfile.TemporaryDirectory(prefix="bakeoff-check-task-") as tmp:
+        if not (task / "MANIFEST.json").is_file():  # a kernel rather than a task: freeze it first
+            task = freeze(task, Path(tmp) / "task", measure=partial(measure_baseline, **options))
+        verdict = check(task, candidate, **options)
+    if args.json:
+        print(verdict.model_dump_json())
+    else:
+        print(_verdict_table(verdict))
+    return 0 if verdict.passed else 1
+
+
+def _verdict_table(v) -> str:
+    def num(x, fmt=".4g"):
+        return "-" if x is None else format(x, fmt)
+
+    lines = [
+        f"candidate  {v.candidate}",
+        f"oracle     {v.oracle_sha256[:12] or '-'}  device {v.device}",
+        "",
+        f"{'workload':<24} {'status':<20} {'error':>9} {'tol':>8} {'median ms':>10} "
+        f"{'spread ms':>10} {'baseline ms':>11} {'speedup':>8}",
+    ]
+    for w in v.workloads:
+        t = w.timing
+        speedup = "-" if w.speedup is None else f"{w.speedup:.3f}x"
+        lines.append(
+            f"{w.workload:<24} {w.status.value:<20} {num(w.max_rel_error, '.2e'):>9} "
+            f"{num(w.tolerance, '.0e'):>8} {num(t and t.median_ms):>10} "
+            f"{num(t and t.spread_ms):>10} {num(w.baseline_ms):>11} {speedup:>8}"
+        )
+    lines += [f"  {w.workload}: {w.reason}" for w in v.workloads if w.reason]
+    if v.passed:
+        mean = "-" if v.speedup is None else f"{v.speedup:.3f}x"
+        lines += ["", f"PASSED  speedup {mean} (geometric mean over {len(v.workloads)} workloads)"]
+    else:
+        lines += ["", f"{v.status.value}  {v.reason}"]
+        if v.output_tail.strip():
+            lines += ["", "candidate output (last lines):"]
+            lines += ["  " + ln for ln in v.output_tail.strip().splitlines()[-20:]]
+    return "\n".join(lines)
+
+
 def cmd_list(args) -> int:
     from scripts.formats import flashinfer
 
@@ -62,7 +117,7 @@ def cmd_list(args) -> int:
     return 0
 
 
-COMMANDS = {"freeze": cmd_freeze, "list": cmd_list}
+COMMANDS = {"freeze": cmd_freeze, "check": cmd_check, "list": cmd_list}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -84,6 +139,18 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: author 'baseline', else the first author, with a warning)",
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+
+    p = sub.add_parser(
+        "check",
+        help="check and time a candidate against a frozen task (exit 0 passed, 1 not passed)",
+    )
+    p.add_argument(
+        "task_dir", help="frozen task directory, or a kernel (e.g. a KernelBench .py) to freeze"
+    )
+    p.add_argument("candidate", help="candidate source file or directory in the op's format")
+    p.add_argument("--json", action="store_true", help="print the verdict as JSON")
+    p.add_argument("--timeout", type=float, default=300.0, help="deadline for the candidate (s)")
+    p.add_argument("--samples", type=int, help="timed samples per workload (default 30)")
 
     p = sub.add_parser(
         "list", help="list the operators of a flashinfer-bench trace set that have workloads"

@@ -73,7 +73,7 @@ def freeze(
         shutil.copytree(src_dir, staging / "baseline_src", ignore=IGNORED)
         _write_json(staging / "spec.json", spec.model_dump(mode="json"))
         _write_json(staging / "fingerprint.json", fingerprint())
-        measure = measure or _measure_in_process
+        measure = measure or measure_baseline
         _write_json(staging / "baseline.json", measure(spec, staging))
         manifest.write(staging)
         staging.rename(out)
@@ -83,15 +83,25 @@ def freeze(
     return out
 
 
-def _measure_in_process(spec: OpSpec, task_dir: Path) -> dict:
-    from scripts import measure
+def measure_baseline(spec: OpSpec, task_dir: Path, **options) -> dict:
+    """Check and time the staged baseline through the judge (the path every candidate takes);
+    a baseline that does not pass its own check cannot be frozen."""
+    from scripts.check import judge_baseline
 
-    device = device_kind()
-    src = task_dir / "baseline_src"
     module_for(spec.format)  # fail early on an unknown format
-    smoke = measure.smoke(spec, src, device)
-    timing = measure.time_workloads(spec, src, device)
-    return {"device": device, "workloads": {k: {**smoke[k], **timing[k]} for k in smoke}}
+    verdict = judge_baseline(task_dir, **options)
+    if not verdict.passed:
+        raise BadInput(f"{spec.name} baseline", f"it does not pass its own check: {verdict.reason}")
+    workloads = {
+        w.workload: {
+            "status": w.status.value,
+            "max_rel_error": w.max_rel_error,
+            "tolerance": w.tolerance,
+            **w.timing.model_dump(),
+        }
+        for w in verdict.workloads
+    }
+    return {"device": device_kind(), "device_name": verdict.device, "workloads": workloads}
 
 
 def _same_sources(a: Path, b: Path) -> bool:

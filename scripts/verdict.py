@@ -63,6 +63,7 @@ class Verdict(BaseModel):
     speedup: float | None = None  # geometric mean over workloads, PASSED only
     output_tail: str = ""
     harness_seconds: float | None = None  # the harness's own cost, outside timed runs
+    candidate_seconds: float | None = None  # time inside the candidate: loading it and its calls
 
     @model_validator(mode="after")
     def _overall_is_consistent(self) -> Verdict:

@@ -1,0 +1,119 @@
+"""What the harness itself costs, and how well two checks of one candidate agree.
+
+    python -m benchmarks.harness_overhead [--samples 30] [--large-elements N]
+
+Freezes a trivial op (y = 2x) with a tiny workload and one large enough to run >= 100 us on a
+GPU, then checks its own kernel twice, each in a separate check (separate judge and candidate
+processes). Reports, per check, the harness's own seconds per candidate-workload: the check's
+wall time minus the time spent inside the candidate (loading it and all its calls), divided by
+the number of workloads; and, per workload, the two checks' medians and how far apart they are.
+Needs only torch (+ triton) and pydantic; runs on a GPU when torch sees one, else on the CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import tempfile
+import time
+from functools import partial
+from pathlib import Path
+
+import torch
+
+from scripts.check import check
+from scripts.freeze import freeze, measure_baseline
+
+KERNEL = """import torch
+
+
+def scale(x: torch.Tensor) -> torch.Tensor:
+    return x * 2.0
+"""
+
+OP = """name = "scale2"
+kind = "elementwise"
+language = "torch"
+entry = "kernel.py:scale"
+flops = "N"
+
+[[inputs]]
+name = "x"
+shape = ["N"]
+dtype = "float32"
+
+[[workloads]]
+name = "tiny"
+dims = {{ N = 4096 }}
+
+[[workloads]]
+name = "large"
+dims = {{ N = {large} }}
+"""
+
+
+def device_name() -> str:
+    if torch.cuda.is_available():
+        return torch.cuda.get_device_name()
+    return f"CPU: {platform.processor() or platform.machine()} ({torch.get_num_threads()} threads)"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=30, help="timed samples per workload")
+    parser.add_argument(
+        "--large-elements",
+        type=int,
+        help="elements of the large workload (default: 64M on a GPU, ~100 us at 4 TB/s; 1M on CPU)",
+    )
+    args = parser.parse_args(argv)
+    gpu = torch.cuda.is_available()
+    large = args.large_elements or ((64 << 20) if gpu else (1 << 20))
+    with tempfile.TemporaryDirectory(prefix="bakeoff-overhead-") as tmp:
+        op = Path(tmp) / "op"
+        op.mkdir()
+        (op / "op.toml").write_text(OP.format(large=large))
+        (op / "kernel.py").write_text(KERNEL)
+        started = time.monotonic()
+        task = freeze(
+            op, Path(tmp) / "task", measure=partial(measure_baseline, samples=args.samples)
+        )
+        freeze_s = time.monotonic() - started
+        verdicts = []
+        for _ in range(2):
+            started = time.monotonic()
+            verdict = check(task, op / "kernel.py", samples=args.samples)
+            verdicts.append((verdict, time.monotonic() - started))
+    for verdict, _ in verdicts:
+        if not verdict.passed:
+            print(f"the trivial candidate did not pass: {verdict.status.value} {verdict.reason}")
+            return 1
+
+    count = len(verdicts[0][0].workloads)
+    print(f"device: {device_name()}; torch {torch.__version__}; python {platform.python_version()}")
+    print(f"samples per workload: {args.samples}; large workload: {large} float32 elements")
+    print(f"freeze (baseline through the same path): {freeze_s:.2f} s")
+    print()
+    print("| check | wall s | in candidate s | harness s | harness s per candidate-workload |")
+    print("| --- | --- | --- | --- | --- |")
+    for i, (verdict, wall) in enumerate(verdicts, 1):
+        harness = verdict.harness_seconds
+        print(
+            f"| {i} | {wall:.2f} | {verdict.candidate_seconds:.2f} | {harness:.2f} "
+            f"| {harness / count:.2f} |"
+        )
+    print()
+    print("| workload | median ms, check 1 | median ms, check 2 | apart | spread (IQR) ms, 1 / 2 |")
+    print("| --- | --- | --- | --- | --- |")
+    for first, second in zip(verdicts[0][0].workloads, verdicts[1][0].workloads):
+        a, b = first.timing, second.timing
+        apart = abs(a.median_ms - b.median_ms) / ((a.median_ms + b.median_ms) / 2)
+        print(
+            f"| {first.workload} | {a.median_ms:.4f} | {b.median_ms:.4f} | {100 * apart:.2f}% "
+            f"| {a.spread_ms:.4f} / {b.spread_ms:.4f} |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,204 @@
+"""check: the verdict on one candidate against a frozen task directory.
+
+The orchestrator side of the harness seam: it writes a JSON request, runs the trusted judge
+(`python -m scripts.judge`) as a subprocess under a deadline with credentials removed from its
+environment, and validates the JSON verdict it writes. A bad candidate is a verdict, never an
+exception; an unusable task directory or a missing candidate is `BadInput`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from scripts import manifest, protocol, sandbox
+from scripts.errors import BadInput
+from scripts.verdict import Status, Verdict
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+HARNESS_DIR = Path(__file__).resolve().parent
+_HARNESS_AT_IMPORT = manifest.build(HARNESS_DIR)
+_FIRST_SEEN: dict[str, str] = {}  # task directory -> sha256 of its MANIFEST.json, this process
+
+
+def check(
+    task_dir: Path,
+    candidate: Path,
+    *,
+    candidate_env: dict[str, str] | None = None,
+    device_env: dict[str, str] | None = None,
+    timeout_s: float = 300.0,
+    samples: int | None = None,
+    workdir: Path | None = None,
+    trials: int | None = None,
+    warmup: int | None = None,
+) -> Verdict:
+    """Check and time `candidate` (a file or directory in the op's format) against `task_dir`.
+
+    `candidate_env` is applied to the candidate's process only (after credentials are removed);
+    `device_env` (e.g. CUDA_VISIBLE_DEVICES) pins the judge and the candidate to one device.
+    `timeout_s` bounds the candidate's process; `workdir` keeps the request, verdict and logs
+    (a temporary directory, removed afterwards, when None)."""
+    task_dir, candidate = Path(task_dir), Path(candidate)
+    if not task_dir.is_dir():
+        raise BadInput(str(task_dir), "task directory does not exist")
+    manifest.verify(task_dir)
+    _same_as_first_seen(task_dir)
+    if not candidate.exists():
+        raise BadInput(str(candidate), "candidate does not exist")
+    request = _request(
+        task_dir,
+        str(candidate.resolve()),
+        freezing=False,
+        candidate_env=candidate_env,
+        timeout_s=timeout_s,
+        samples=samples,
+        trials=trials,
+        warmup=warmup,
+    )
+    return _run_judge(request, device_env, workdir)
+
+
+def judge_baseline(staging: Path, *, timeout_s: float = 300.0, **options) -> Verdict:
+    """Check and time the frozen baseline of a staging directory (freeze, before its manifest):
+    the same path as every candidate, so the baseline's timing is the one denominator."""
+    request = _request(
+        Path(staging), None, freezing=True, candidate_env=None, timeout_s=timeout_s, **options
+    )
+    return _run_judge(request, None, None)
+
+
+def _request(task_dir: Path, candidate, *, freezing, candidate_env, timeout_s, **counts):
+    given = {k: v for k, v in counts.items() if v is not None}
+    return protocol.JudgeRequest(
+        task_dir=str(task_dir.resolve()),
+        candidate=candidate,
+        freezing=freezing,
+        candidate_env=dict(candidate_env or {}),
+        timeout_s=timeout_s,
+        **given,
+    )
+
+
+def _same_as_first_seen(task_dir: Path) -> None:
+    """Refuse a task whose manifest was rewritten (consistently) since this process first saw it."""
+    key = str(task_dir.resolve())
+    digest = hashlib.sha256((task_dir / manifest.MANIFEST).read_bytes()).hexdigest()
+    if _FIRST_SEEN.setdefault(key, digest) != digest:
+        raise BadInput(
+            str(task_dir / manifest.MANIFEST),
+            "the manifest changed since this process first used the task: the oracle was rewritten",
+        )
+
+
+def _judge_env(device_env: dict[str, str] | None) -> dict[str, str]:
+    env = sandbox.scrub_env(os.environ)
+    env.update(device_env or {})
+    paths = [str(REPO_ROOT), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
+    env.update(PYTHONPATH=os.pathsep.join(paths), PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1")
+    return env
+
+
+def _run_judge(request: protocol.JudgeRequest, device_env, workdir: Path | None) -> Verdict:
+    if manifest.build(HARNESS_DIR) != _HARNESS_AT_IMPORT:
+        raise BadInput(
+            str(HARNESS_DIR), "the harness's sources changed since this process loaded them"
+        )
+    sandbox.protect_self()  # candidates must not read this process's memory or environment
+    own = workdir is None
+    workdir = Path(tempfile.mkdtemp(prefix="bakeoff-check-")) if own else Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    try:
+        request_path, verdict_path = workdir / "request.json", workdir / "verdict.json"
+        sandbox.write_new(request_path, request.model_dump_json())
+        verdict_path.unlink(missing_ok=True)
+        finished = sandbox.run(
+            [sys.executable, "-m", "scripts.judge", str(request_path), str(verdict_path)],
+            env=_judge_env(device_env),
+            cwd=workdir,
+            log_path=workdir / "judge.log",
+            timeout_s=_judge_deadline(request),
+        )
+        if finished.timed_out or finished.returncode != 0:
+            _kill_candidate_group(workdir)
+        verdict = _read_verdict(request, verdict_path, finished, workdir / "judge.log")
+    finally:
+        if own:
+            _remove(workdir)
+    elapsed = time.monotonic() - started
+    secrets = sandbox.secret_values(os.environ)
+    return verdict.model_copy(
+        update={
+            "harness_seconds": max(0.0, elapsed - (verdict.candidate_seconds or 0.0)),
+            "output_tail": sandbox.redact(verdict.output_tail, secrets),
+            "reason": sandbox.redact(verdict.reason, secrets) if verdict.reason else None,
+        }
+    )
+
+
+def _kill_candidate_group(workdir: Path) -> None:
+    """The judge ended abnormally: its candidate's process group may still be running. The
+    recorded group is killed only if its leader is still a candidate's process."""
+    from scripts.judge import CHILD_PGID
+
+    try:
+        pgid = int((workdir / CHILD_PGID).read_text())
+        leader = Path(f"/proc/{pgid}/cmdline").read_bytes().split(b"\0")
+        if pgid > 1 and pgid != os.getpgrp() and b"scripts.child" in leader:
+            os.killpg(pgid, signal.SIGKILL)
+    except (OSError, ValueError):
+        pass
+
+
+def _judge_deadline(request: protocol.JudgeRequest) -> float:
+    """The candidate's deadline plus room for the judge's own work (reference, comparisons)."""
+    return 2 * request.timeout_s + 120
+
+
+def _read_verdict(request, verdict_path: Path, finished, log_path: Path) -> Verdict:
+    if finished.returncode == 0 and not finished.timed_out and verdict_path.is_file():
+        data = json.loads(verdict_path.read_text())
+        if "bad_input" in data:
+            raise BadInput(*data["bad_input"])
+        try:
+            return Verdict.model_validate(data)
+        except ValidationError as exc:
+            problem = f"its verdict does not validate: {str(exc).splitlines()[0]}"
+    elif finished.timed_out:
+        problem = f"it did not finish within {_judge_deadline(request):g} s"
+    else:
+        problem = f"it {finished.how} without a verdict"
+    log = Path(log_path).read_text(errors="replace")[-2000:] if Path(log_path).exists() else ""
+    return Verdict(
+        candidate=request.candidate or "baseline",
+        oracle_sha256="",
+        device="unknown",
+        status=Status.CRASHED,
+        reason=f"the harness failed: {problem}",
+        output_tail=log,
+    )
+
+
+def _remove(path: Path) -> None:
+    """Remove a work directory, including files a candidate made read-only."""
+
+    def _chmod_and_retry(func, p, _exc):
+        for q in (os.path.dirname(p), p):
+            try:
+                os.chmod(q, 0o700)
+            except OSError:
+                pass
+        func(p)
+
+    handler = "onexc" if sys.version_info >= (3, 12) else "onerror"
+    shutil.rmtree(path, **{handler: _chmod_and_retry})

@@ -1,0 +1,359 @@
+"""The candidate's process: load it, call it on fresh inputs, time it, write down what it returned.
+
+Run by the judge as `python -m scripts.child CHILD.json MARKER_FD` in its own session, scratch
+directory and scrubbed environment. It holds no secrets and no reference answer; the judge trusts
+none of what it writes (see scripts/protocol.py). The timing functions and the harness's own
+functions are captured before the candidate is imported; replacing any of them afterwards is
+reported as FLAGGED.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import traceback
+import types
+from contextlib import contextmanager
+from pathlib import Path
+
+_NOW_NS = time.perf_counter_ns  # captured before any candidate code runs
+ROTATE = 2  # timed calls cycle through this many sets of input buffers
+OOM_WORDS = ("out of memory", "can't allocate memory", "cannot allocate memory")
+_WRITE = os.write
+_REPLACE = os.replace
+
+import faulthandler  # noqa: E402
+
+from scripts import sandbox  # noqa: E402
+
+sandbox.confine_self()
+faulthandler.enable()  # a crash leaves its Python stack in the output tail
+
+import torch  # noqa: E402  (after the captures above)
+
+from scripts import compare, protocol, timing  # noqa: E402
+from scripts.arch import detect, flush_bytes  # noqa: E402
+from scripts.fingerprint import device_kind  # noqa: E402
+from scripts.formats import module_for  # noqa: E402
+from scripts.spec import OpSpec  # noqa: E402
+from scripts.verdict import Status  # noqa: E402
+
+
+class Results:
+    """Writes result files atomically and marker lines on the judge's pipe."""
+
+    def __init__(self, root: Path, marker_fd: int):
+        self.root = root
+        self.marker_fd = marker_fd
+
+    def write(self, name: str, model) -> None:
+        tmp = self.root / f".{name}.tmp"
+        tmp.write_text(model.model_dump_json())
+        _REPLACE(tmp, self.root / name)
+
+    def marker(self, line: str) -> None:
+        _WRITE(self.marker_fd, (line + "\n").encode())
+
+
+class Guard:
+    """Identity of every timing and harness function, taken before the candidate is imported."""
+
+    TIME = ("perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time", "time_ns")
+    TORCH = ("save", "equal", "randn", "empty", "use_deterministic_algorithms")
+    TENSOR = ("clone", "detach", "cpu", "copy_", "to", "reshape", "contiguous", "view", "fill_")
+    CUDA = ("synchronize", "Event", "current_stream")
+    EVENT = ("record", "elapsed_time", "synchronize")
+
+    def __init__(self, device: str):
+        items = [(f"time.{n}", time, n) for n in self.TIME]
+        items += [(f"os.{n}", os, n) for n in ("write", "replace")]
+        items += [(f"torch.{n}", torch, n) for n in self.TORCH]
+        items += [(f"torch.Tensor.{n}", torch.Tensor, n) for n in self.TENSOR]
+        if device != "cpu":
+            items += [(f"torch.cuda.{n}", torch.cuda, n) for n in self.CUDA]
+            items += [(f"torch.cuda.Event.{n}", torch.cuda.Event, n) for n in self.EVENT]
+        for modname, module in list(sys.modules.items()):
+            if modname == "__main__" or modname == "scripts" or modname.startswith("scripts."):
+                items += self._module_items(modname, module)
+        self._items = [
+            (label, owner, name, *self._identity(owner, name)) for label, owner, name in items
+        ]
+
+    @staticmethod
+    def _module_items(modname: str, module) -> list:
+        found = []
+        for attr, value in list(vars(module).items()):
+            if not (callable(value) or isinstance(value, types.ModuleType)):
+                continue  # data (counters, caches) may change honestly
+            found.append((f"{modname}.{attr}", module, attr))
+            if isinstance(value, type) and value.__module__ == module.__name__:
+                found += [
+                    (f"{modname}.{attr}.{m}", value, m)
+                    for m, v in vars(value).items()
+                    if callable(v) and not m.startswith("__")
+                ]
+        return found
+
+    @staticmethod
+    def _identity(owner, name: str):
+        value = getattr(owner, name, None)
+        return value, getattr(value, "__code__", None)
+
+    def changed(self) -> str | None:
+        for label, owner, name, value, code in self._items:
+            now, now_code = self._identity(owner, name)
+            if now is not value or now_code is not code:
+                return label
+        return None
+
+
+# torch.use_deterministic_algorithms also imports Inductor (seconds); the switch it sets is this.
+_set_deterministic = getattr(torch._C, "_set_deterministic_algorithms", None) or (
+    torch.use_deterministic_algorithms
+)
+
+
+@contextmanager
+def poisoned_allocations():
+    """torch.empty and friends return NaN (floats) or the largest value (ints) while inside."""
+    was = torch.are_deterministic_algorithms_enabled()
+    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    fill = torch.utils.deterministic.fill_uninitialized_memory
+    torch.utils.deterministic.fill_uninitialized_memory = True
+    _set_deterministic(True, warn_only=True)
+    try:
+        yield
+    finally:
+        _set_deterministic(was, warn_only=warn_only)
+        torch.utils.deterministic.fill_uninitialized_memory = fill
+
+
+class Failure(Exception):
+    """A verdict reached in the child: the candidate failed (never a pass)."""
+
+    def __init__(self, status, reason: str):
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    seen = []
+    while exc is not None and exc not in seen:
+        seen.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    return seen
+
+
+def classify(exc: BaseException, loading: bool):
+    """COMPILE_ERROR for what failed to build or import, RUNTIME_ERROR for what failed to run."""
+    chain = _chain(exc)
+    compile_like = any(
+        isinstance(e, (SyntaxError, ImportError))
+        or (type(e).__name__ == "CompilationError" and type(e).__module__.startswith("triton"))
+        for e in chain
+    )
+    message = str(exc) if type(exc).__name__ == "BadInput" else f"{type(exc).__name__}: {exc}"
+    message = message.strip()[:800]
+    if compile_like or loading:
+        return (
+            Status.COMPILE_ERROR,
+            f"{'loading' if loading else 'calling'} the candidate: {message}",
+        )
+    if any(w in str(e).lower() for e in chain for w in OOM_WORDS):
+        return Status.RUNTIME_ERROR, f"out of memory: {message}"
+    return Status.RUNTIME_ERROR, f"the call raised {message}"
+
+
+class Runner:
+    def __init__(self, request, results: Results, fn, clock, flusher, device):
+        self.request = request
+        self.results = results
+        self.fn = fn
+        self.clock = clock
+        self.flush = flusher
+        self.device = device
+        self.spec = OpSpec.model_validate(request.spec)
+        self.fmt = module_for(self.spec.format)
+        self.src_dir = Path(request.src_dir)
+        self.spent_ns = 0
+
+    def inputs(self, workload, seed: int) -> list:
+        return list(self.fmt.make_inputs(self.spec, self.src_dir, workload, seed, self.device))
+
+    def run(self, work, *args):
+        """Run candidate code: its exceptions become a Failure, its time is counted as its own."""
+        t0 = _NOW_NS()
+        try:
+            return work(*args)
+        except (Exception, SystemExit) as exc:
+            traceback.print_exc()
+            raise Failure(*classify(exc, loading=False)) from exc
+        finally:
+            self.spent_ns += _NOW_NS() - t0
+
+    def checked_call(self, args):
+        with poisoned_allocations():
+            result = self.fn(*args)
+            self.clock.sync()
+        return result
+
+    def plain_calls(self, args, count: int) -> None:
+        for _ in range(count):
+            self.fn(*args)
+        self.clock.sync()
+
+    def outputs(self, result, what: str) -> list:
+        outs = compare.as_outputs(result)
+        for i, out in enumerate(outs):
+            problem = compare.type_problem(out, self.device)
+            if problem:
+                raise Failure(Status.INCORRECT_DTYPE, f"{what}: output {i} {problem}")
+        return outs
+
+    def snapshot(self, outs: list) -> list:
+        return [o.detach().clone() for o in outs]
+
+    def check_after(self, args, before, outs, snaps, what: str) -> None:
+        """Inputs unchanged; outputs unchanged since the call returned (nothing still writing)."""
+        for i, (now, was) in enumerate(zip(args, before)):
+            if isinstance(was, torch.Tensor) and not compare.same_bits(now, was):
+                name = self.spec.inputs[i].name if i < len(self.spec.inputs) else f"#{i}"
+                raise Failure(Status.FLAGGED, f"{what}: the call wrote to its input {name!r}")
+        for i, (out, snap) in enumerate(zip(outs, snaps)):
+            if not compare.same_bits(out, snap):
+                raise Failure(
+                    Status.FLAGGED,
+                    f"{what}: output {i} changed after the call returned "
+                    "(work still running outside the call)",
+                )
+
+    @staticmethod
+    def refill(slots: list[list], k: int, fresh: list) -> list:
+        """Sample k's inputs in the buffers of sample k - ROTATE: the same addresses and shapes
+        with new values, so memoising on either returns a stale answer that the judge sees."""
+        if len(slots) < ROTATE:
+            slots.append(fresh)
+            return fresh
+        args = [
+            a.copy_(f) if isinstance(a, torch.Tensor) else f
+            for a, f in zip(slots[k % ROTATE], fresh)
+        ]
+        slots[k % ROTATE] = args
+        return args
+
+    def keep(self, args) -> list:
+        return [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+
+    def workload(self, index: int, seeds):
+        wl = self.spec.workload(seeds.name)
+        record = protocol.ChildWorkload(workload=wl.name)
+        shapes = None
+        for t, seed in enumerate(seeds.trial_seeds):
+            what = f"trial {t + 1}"
+            args = self.inputs(wl, seed)
+            before = self.keep(args)
+            outs = self.outputs(self.run(self.checked_call, args), what)
+            snaps = self.snapshot(outs)
+            name = protocol.trial_file(index, t)
+            torch.save([s.cpu() for s in snaps], self.results.root / name)
+            self.check_after(args, before, outs, snaps, what)
+            record.trials.append(name)
+            shapes = [tuple(s.shape) for s in snaps]
+        args = self.inputs(wl, seeds.warmup_seed)
+        self.run(self.plain_calls, args, self.request.warmup)
+        weights = None
+        slots: list[list] = []  # input buffers reused in turn, refilled with fresh values
+        for k, seed in enumerate(seeds.sample_seeds):
+            what = f"timed call {k + 1}"
+            args = self.refill(slots, k, self.inputs(wl, seed))
+            before = self.keep(args)
+            self.flush()
+            result, ms, host_ms = self.run(self.clock.time, self.fn, args)
+            outs = self.outputs(result, what)
+            snaps = self.snapshot(outs)
+            if [tuple(s.shape) for s in snaps] != shapes:
+                raise Failure(
+                    Status.INCORRECT_SHAPE, f"{what}: output shapes differ from the trials'"
+                )
+            if weights is None:
+                weights = [
+                    compare.projection_matrix(s.numel(), seeds.projection_seed + j, self.device)
+                    for j, s in enumerate(snaps)
+                ]
+            record.projections.append([compare.project(s, w) for s, w in zip(snaps, weights)])
+            self.check_after(args, before, outs, snaps, what)
+            record.samples_ms.append(ms)
+            record.host_ms.append(host_ms)
+        record.wall_calls = timing.wall_calls(record.samples_ms, record.host_ms)
+        args = self.inputs(wl, seeds.wall_seed)
+        for block in range(self.request.wall_blocks):  # timed by the judge, from these markers
+            self.clock.sync()
+            self.results.marker(f"begin {index} {block}")
+            self.run(self.plain_calls, args, record.wall_calls)
+            self.results.marker(f"end {index} {block}")
+        return record
+
+
+def main(argv: list[str]) -> int:
+    request = protocol.ChildRequest.model_validate_json(Path(argv[0]).read_text())
+    results = Results(Path(request.results), int(argv[1]))
+    device = device_kind()
+    clock = timing.Clock(device, _NOW_NS)
+    flusher = timing.Flusher(device, flush_bytes(detect()))
+    spec = OpSpec.model_validate(request.spec)
+    fmt = module_for(spec.format)
+    torch.set_grad_enabled(False)  # as in the judge: values, not autograd graphs
+    if device == "cpu" and "OMP_NUM_THREADS" not in os.environ:
+        torch.set_num_threads(1)  # a host clock on a shared machine: one thread varies least
+    guard = Guard(device)
+    results.write(protocol.HELLO, protocol.ChildHello(device=device, clock=clock.kind))
+    t0 = _NOW_NS()
+    try:
+        src = Path(request.src_dir)
+        if request.candidate is None:
+            fn = fmt.load_callable(spec, src, spec.entry, device)
+        else:
+            fn = fmt.load_callable(spec, src, spec.entry, device, candidate=Path(request.candidate))
+    except (Exception, SystemExit) as exc:
+        traceback.print_exc()
+        status, reason = classify(exc, loading=True)
+        results.write(protocol.FATAL, protocol.ChildError(status=status, reason=reason))
+        return 0
+    load_s = (_NOW_NS() - t0) / 1e9
+    results.write(
+        protocol.HELLO, protocol.ChildHello(device=device, clock=clock.kind, load_s=load_s)
+    )
+    runner = Runner(request, results, fn, clock, flusher, device)
+    for index, seeds in enumerate(request.workloads):
+        results.marker(f"start {index}")
+        runner.spent_ns = 0
+        try:
+            record = runner.workload(index, seeds)
+        except Failure as failure:
+            record = protocol.ChildWorkload(
+                workload=seeds.name,
+                error=protocol.ChildError(status=failure.status, reason=failure.reason),
+            )
+        except Exception as exc:  # outside the calls, e.g. making inputs in a broken process
+            traceback.print_exc()
+            reason = (
+                f"the candidate's process failed outside its calls: {type(exc).__name__}: {exc}"
+            )
+            record = protocol.ChildWorkload(
+                workload=seeds.name,
+                error=protocol.ChildError(status=Status.RUNTIME_ERROR, reason=reason[:800]),
+            )
+        record.candidate_s = runner.spent_ns / 1e9
+        patched = guard.changed()
+        if patched:
+            reason = f"the candidate replaced {patched}, which the harness uses"
+            results.write(protocol.FATAL, protocol.ChildError(status=Status.FLAGGED, reason=reason))
+            return 0
+        results.write(protocol.workload_file(index), record)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

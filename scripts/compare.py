@@ -1,0 +1,130 @@
+"""Comparing a candidate's outputs with the reference: type, shape, dtype, NaN, norm-relative error.
+
+Timed calls are checked through random projections: for w_j ~ N(0, 1) drawn from a seed, the
+child reports w_j . out and the judge computes w_j . ref. For an honest output e = out - ref is
+small, and w_j . e ~ N(0, |e|^2), so |w_j . (out - ref)| <= 6 * tol * |ref| holds unless the
+error is far beyond the tolerance; a stale or memoised output (|e| ~ |ref|) fails it at once.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from scripts.verdict import Status
+
+PROJECTIONS = 4
+PROJECTION_SIGMAS = 6.0
+
+_SAME_SIZE_INT = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def as_outputs(result) -> list:
+    return list(result) if isinstance(result, (tuple, list)) else [result]
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def type_problem(value, device: str) -> str | None:
+    """Why `value` is not acceptable as an output (a plain tensor on the op's device), or None."""
+    if type(value) is not torch.Tensor:
+        return f"is a {type(value).__module__}.{type(value).__qualname__}, not a plain torch.Tensor"
+    if value.device.type != torch.device(device).type:
+        return f"is on {value.device.type}, the op runs on {torch.device(device).type}"
+    return None
+
+
+def bits(t: torch.Tensor) -> torch.Tensor:
+    """The tensor's raw bits (NaN compares equal to itself, -0.0 differs from 0.0)."""
+    t = t.detach().contiguous()
+    if t.dtype.is_floating_point or t.dtype.is_complex:
+        return t.view(_SAME_SIZE_INT[t.element_size()])
+    return t
+
+
+def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype and torch.equal(bits(a), bits(b))
+
+
+def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
+    """||out - ref|| / ||ref|| in float64 over the reference's finite elements (absolute if 0)."""
+    out64, ref64 = out.detach().to(torch.float64), ref.detach().to(torch.float64)
+    finite = torch.isfinite(ref64)
+    if not bool(finite.all()):
+        out64, ref64 = out64[finite], ref64[finite]
+    denom = torch.linalg.vector_norm(ref64).item()
+    num = torch.linalg.vector_norm(out64 - ref64).item()
+    return num / denom if denom > 0 else num
+
+
+def _nonfinite_problem(out: torch.Tensor, ref: torch.Tensor) -> str | None:
+    if not (out.dtype.is_floating_point or out.dtype.is_complex):
+        return None
+    bad_out, bad_ref = ~torch.isfinite(out), ~torch.isfinite(ref)
+    extra = int((bad_out & ~bad_ref).sum())
+    if extra:
+        return f"has {extra} NaN/Inf elements where the reference is finite"
+    if bool(bad_ref.any()):
+        o, r = out[bad_ref], ref[bad_ref]
+        if not (torch.equal(o.isnan(), r.isnan()) and torch.equal(o[~o.isnan()], r[~r.isnan()])):
+            return "differs from the reference where the reference is NaN/Inf"
+    return None
+
+
+def compare(outs: list, refs: list, tolerance_for) -> tuple[Status | None, str | None, float]:
+    """(failing status or None, reason, largest norm-relative error) for one call's outputs."""
+    if len(outs) != len(refs):
+        return Status.INCORRECT_SHAPE, f"returned {len(outs)} outputs, expected {len(refs)}", 0.0
+    worst = 0.0
+    for i, (out, ref) in enumerate(zip(outs, refs)):
+        if tuple(out.shape) != tuple(ref.shape):
+            return (
+                Status.INCORRECT_SHAPE,
+                f"output {i} has shape {tuple(out.shape)}, expected {tuple(ref.shape)}",
+                worst,
+            )
+        if out.dtype != ref.dtype:
+            return (
+                Status.INCORRECT_DTYPE,
+                f"output {i} has dtype {dtype_name(out.dtype)}, expected {dtype_name(ref.dtype)}",
+                worst,
+            )
+        out = out.to(ref.device)
+        problem = _nonfinite_problem(out, ref)
+        if problem:
+            return Status.INCORRECT_NUMERICAL, f"output {i} {problem}", worst
+        err = rel_error(out, ref)
+        worst = max(worst, err)
+        tol = tolerance_for(dtype_name(ref.dtype))
+        if not err <= tol:
+            return (
+                Status.INCORRECT_NUMERICAL,
+                f"output {i}: error {err:.3g} (norm-relative) exceeds the {dtype_name(ref.dtype)} "
+                f"tolerance {tol:.3g}",
+                worst,
+            )
+    return None, None, worst
+
+
+def projection_matrix(numel: int, seed: int, device: str) -> torch.Tensor:
+    gen = torch.Generator(device=device)
+    gen.manual_seed(int(seed))
+    return torch.randn(PROJECTIONS, numel, generator=gen, device=device, dtype=torch.float64)
+
+
+def project(out: torch.Tensor, w: torch.Tensor) -> list[float]:
+    return (w @ out.detach().reshape(-1).to(torch.float64)).tolist()
+
+
+def projection_problem(got: list[float], ref: torch.Tensor, w: torch.Tensor, tol: float):
+    """Why reported projections `got` cannot come from an output within `tol` of `ref`, or None."""
+    want = project(ref, w)
+    if not all(v == v and abs(v) != float("inf") for v in want):
+        return None  # a reference with NaN/Inf: the full checks on the trial calls decide
+    norm = torch.linalg.vector_norm(ref.detach().to(torch.float64)).item()
+    bound = PROJECTION_SIGMAS * tol * norm + 1e-9 * norm
+    for g, r in zip(got, want):
+        if not abs(g - r) <= bound:
+            return f"projection {g:.6g} vs reference {r:.6g} (bound {bound:.3g})"
+    return None

@@ -1,0 +1,310 @@
+"""The judge: one trusted process per check, `python -m scripts.judge REQUEST.json VERDICT.json`.
+
+It draws fresh seeds, runs the candidate in a child process (`scripts.child`) in its own session,
+scratch directory and scrubbed environment under a deadline, kills the child and everything it
+started, and only then computes the reference in this process and compares. It re-hashes the
+oracle and the harness sources to catch a candidate that edited them, and writes the verdict
+(atomically, after every candidate process is gone). What the child reports is untrusted: it can
+make a verdict worse, never better; the timing it reports is cross-checked against this process's
+own wall clock and against the physical floor of the device.
+
+Limits (same user, same machine): a candidate can read what the orchestrator's user can read and
+can forge its own process's reports; what it cannot forge is bounded by the full checks on the
+trial outputs, the projections of the timed outputs, the wall clock here and the physical floor.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import sys
+import tempfile
+from pathlib import Path
+
+from scripts import manifest, protocol, sandbox
+from scripts.errors import BadInput
+from scripts.spec import OpSpec
+from scripts.verdict import Status, Verdict, WorkloadVerdict, geomean
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+HARNESS_DIR = Path(__file__).resolve().parent
+TAIL_CHARS = 2000
+CHILD_PGID = "candidate.pgid"
+_rng = random.SystemRandom()
+
+
+def fresh_seed() -> int:
+    return _rng.getrandbits(63)
+
+
+def snapshot(task_dir: Path) -> dict[str, dict[str, str]]:
+    """Hashes of the oracle's files (manifest included) and of the harness's sources."""
+    oracle = manifest.build(task_dir)
+    mpath = task_dir / manifest.MANIFEST
+    if mpath.is_file():
+        oracle[manifest.MANIFEST] = hashlib.sha256(mpath.read_bytes()).hexdigest()
+    return {"oracle": oracle, "harness": manifest.build(HARNESS_DIR)}
+
+
+def tampering(before: dict, after: dict) -> str | None:
+    for part, label in (("oracle", "the frozen oracle"), ("harness", "the harness's sources")):
+        old, new = before[part], after[part]
+        changed = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+        if changed:
+            return f"the candidate changed {label}: {', '.join(changed[:3])}"
+    return None
+
+
+def child_env(scratch: Path, candidate_env: dict[str, str]) -> dict[str, str]:
+    env = sandbox.scrub_env(os.environ)
+    paths = [str(REPO_ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    env.update(
+        HOME=str(scratch / "home"),
+        TMPDIR=str(scratch / "tmp"),
+        XDG_CACHE_HOME=str(scratch / "cache"),
+        TRITON_CACHE_DIR=str(scratch / "cache" / "triton"),
+        TORCHINDUCTOR_CACHE_DIR=str(scratch / "cache" / "inductor"),
+        PYTHONPATH=os.pathsep.join(paths),
+        PYTHONDONTWRITEBYTECODE="1",
+        PYTHONUNBUFFERED="1",
+    )
+    env.update(candidate_env)
+    return env
+
+
+def tail(path: Path, chars: int = TAIL_CHARS) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 4 * chars))
+            return f.read().decode(errors="replace")[-chars:]
+    except OSError:
+        return ""
+
+
+def last_started(markers, count: int) -> int:
+    """The workload the child said it started last (0 if it said nothing sensible)."""
+    last = 0
+    for line, _ in markers:
+        parts = line.split()
+        if len(parts) == 2 and parts[0] == "start" and parts[1].isdigit() and int(parts[1]) < count:
+            last = int(parts[1])
+    return last
+
+
+class Results:
+    """What the child left in its results directory, validated; garbled files are named."""
+
+    def __init__(self, root: Path, count: int):
+        self.root = root
+        self.hello = self._read(protocol.HELLO, protocol.ChildHello)
+        self.fatal = self._read(protocol.FATAL, protocol.ChildError)
+        self.workloads = [
+            self._read(protocol.workload_file(i), protocol.ChildWorkload) for i in range(count)
+        ]
+
+    def _read(self, name: str, model):
+        path = self.root / name
+        if not path.is_file():
+            return None
+        try:
+            return model.model_validate_json(path.read_bytes())
+        except ValueError as exc:
+            return f"{name} is garbled ({str(exc).splitlines()[0]})"
+
+    def candidate_seconds(self) -> float:
+        total = self.hello.load_s if isinstance(self.hello, protocol.ChildHello) else 0.0
+        return total + sum(
+            w.candidate_s for w in self.workloads if isinstance(w, protocol.ChildWorkload)
+        )
+
+
+class Judge:
+    def __init__(self, request: protocol.JudgeRequest, workdir: Path):
+        self.req = request
+        self.workdir = workdir
+        self.task = Path(request.task_dir)
+        if request.freezing:
+            self.oracle = manifest.oracle_hash(manifest.build(self.task))
+            self.baseline: dict = {}
+        else:
+            self.oracle = manifest.verify(self.task)
+            self.baseline = json.loads((self.task / "baseline.json").read_text())["workloads"]
+        self.spec = OpSpec.model_validate_json((self.task / "spec.json").read_text())
+        self.seeds = [
+            protocol.WorkloadSeeds(
+                name=wl.name,
+                trial_seeds=[fresh_seed() for _ in range(request.trials)],
+                warmup_seed=fresh_seed(),
+                sample_seeds=[fresh_seed() for _ in range(request.samples)],
+                wall_seed=fresh_seed(),
+                projection_seed=fresh_seed(),
+            )
+            for wl in self.spec.workloads
+        ]
+
+    def run(self) -> Verdict:
+        before = snapshot(self.task)
+        sandbox.protect_self()
+        sandbox.become_subreaper()
+        scratch = Path(tempfile.mkdtemp(prefix="scratch-", dir=self.workdir))
+        for sub in ("home", "tmp", "work", "results", "cache"):
+            (scratch / sub).mkdir()
+        child_request = protocol.ChildRequest(
+            spec=self.spec.model_dump(mode="json"),
+            src_dir=str(self.task / "baseline_src"),
+            candidate=self.req.candidate,
+            results=str(scratch / "results"),
+            warmup=self.req.warmup,
+            wall_blocks=self.req.wall_blocks,
+            workloads=self.seeds,
+        )
+        (scratch / "child.json").write_text(child_request.model_dump_json())
+        child = sandbox.Child(
+            [sys.executable, "-m", "scripts.child", str(scratch / "child.json")],
+            env=child_env(scratch, self.req.candidate_env),
+            cwd=scratch / "work",
+            log_path=scratch / "output.log",
+            timeout_s=self.req.timeout_s,
+            with_markers=True,
+            sweep=True,
+        )
+        sandbox.write_new(
+            self.workdir / CHILD_PGID, str(child.proc.pid)
+        )  # for check(), should we hang
+        _preload()  # import torch and the formats while the candidate starts up
+        finished = child.wait()
+        problem = tampering(before, snapshot(self.task))
+        results = Results(scratch / "results", len(self.spec.workloads))
+        verdict = self.verdict(finished, results, problem, tail(scratch / "output.log"))
+        for leftover in (scratch / "results").glob("*.pt"):
+            leftover.unlink()
+        return verdict
+
+    def verdict(self, finished, results: Results, tamper: str | None, output: str) -> Verdict:
+        from scripts import arch
+        from scripts.fingerprint import device_kind
+
+        info = arch.detect()
+        device = device_kind()
+        label = "cpu" if info.vendor == "cpu" else f"{info.name} ({info.arch})"
+        if tamper:
+            verdicts = [self._failed(wl.name, Status.FLAGGED, tamper) for wl in self.spec.workloads]
+        else:
+            verdicts = self._judge_workloads(finished, results, device, info)
+        failed = [w for w in verdicts if w.status is not Status.PASSED]
+        bad = failed[0] if failed else None
+        reason = None
+        if bad and len(failed) == len(verdicts) and len({w.reason for w in failed}) == 1:
+            reason = bad.reason  # one cause for every workload (e.g. it did not load)
+        elif bad:
+            reason = f"workload {bad.workload!r}: {bad.reason}"
+        speedups = [w.speedup for w in verdicts]
+        return Verdict(
+            candidate=self.req.candidate or "baseline",
+            oracle_sha256=self.oracle,
+            device=label,
+            status=bad.status if bad else Status.PASSED,
+            reason=reason,
+            workloads=verdicts,
+            speedup=geomean(speedups) if not bad and all(speedups) else None,
+            output_tail=output,
+            candidate_seconds=results.candidate_seconds(),
+        )
+
+    @staticmethod
+    def _failed(name: str, status: Status, reason: str) -> WorkloadVerdict:
+        return WorkloadVerdict(workload=name, status=status, reason=reason)
+
+    def _no_result(self, finished, results: Results, index: int) -> tuple[Status, str]:
+        """Why workload `index` has no result: the child's fatal report, a deadline or a crash."""
+        if isinstance(results.fatal, protocol.ChildError):
+            return results.fatal.status, results.fatal.reason
+        current = last_started(finished.markers, len(self.seeds))
+        if index > current:
+            name = self.seeds[current].name
+            status = Status.TIMEOUT if finished.timed_out else Status.CRASHED
+            return status, f"not reached: the candidate's process ended in workload {name!r}"
+        if finished.timed_out:
+            return Status.TIMEOUT, f"did not finish within {self.req.timeout_s:g} s and was killed"
+        return Status.CRASHED, f"the candidate's process {finished.how} before reporting results"
+
+    def _judge_workloads(self, finished, results: Results, device: str, info) -> list:
+        from scripts.reference import Reference, private_caches
+        from scripts.verify import verify_workload
+
+        names = [wl.name for wl in self.spec.workloads]
+        if isinstance(results.hello, str) or isinstance(results.fatal, str):
+            reason = results.hello if isinstance(results.hello, str) else results.fatal
+            return [
+                self._failed(n, Status.FLAGGED, f"its results were altered: {reason}")
+                for n in names
+            ]
+        if results.hello is not None and results.hello.device != device:
+            reason = f"the candidate's process ran on {results.hello.device}, the judge on {device}"
+            return [self._failed(n, Status.CRASHED, reason) for n in names]
+        reference = None
+        verdicts = []
+        for i, wl in enumerate(self.spec.workloads):
+            record = results.workloads[i]
+            if record is None:
+                verdicts.append(self._failed(wl.name, *self._no_result(finished, results, i)))
+            elif isinstance(record, str):
+                verdicts.append(self._failed(wl.name, Status.FLAGGED, f"its results: {record}"))
+            elif record.error is not None:
+                verdicts.append(self._failed(wl.name, record.error.status, record.error.reason))
+            else:
+                if reference is None:
+                    private_caches(self.workdir)
+                    reference = Reference(self.spec, self.task / "baseline_src", device)
+                verdicts.append(
+                    verify_workload(
+                        self, i, wl, record, reference, results.root, finished.markers, info
+                    )
+                )
+        return verdicts
+
+
+def _preload() -> None:
+    """Imports and the device context, made while the candidate's process starts (no kernels)."""
+    import torch
+
+    import scripts.compare  # noqa: F401
+    import scripts.formats  # noqa: F401
+    import scripts.reference  # noqa: F401
+
+    try:
+        import triton.language  # noqa: F401
+    except ImportError:
+        pass
+    if torch.cuda.is_available():
+        torch.empty(1, device="cuda")  # creates the context: an allocation, no kernel
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    sandbox.write_new(tmp, text)
+    os.replace(tmp, path)
+
+
+def main(argv: list[str]) -> int:
+    request_path, verdict_path = Path(argv[0]), Path(argv[1])
+    try:
+        request = protocol.JudgeRequest.model_validate_json(request_path.read_text())
+        judge = Judge(request, verdict_path.parent)
+    except BadInput as exc:
+        _write(verdict_path, json.dumps({"bad_input": [exc.where, exc.what]}))
+        return 0
+    try:
+        verdict = judge.run()
+    except BadInput as exc:  # the reference itself failed: the oracle is unusable
+        _write(verdict_path, json.dumps({"bad_input": [exc.where, exc.what]}))
+        return 0
+    _write(verdict_path, verdict.model_dump_json())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

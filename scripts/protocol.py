@@ -1,0 +1,101 @@
+"""What crosses the harness's process boundaries, as JSON validated by pydantic.
+
+check (orchestrator) --JudgeRequest--> judge --ChildRequest--> child (the candidate's process)
+child --ChildWorkload files + marker lines--> judge --Verdict--> check
+
+Everything the child writes is untrusted: it is validated here and can only make a verdict worse
+(a child never reports PASSED; the judge decides that from data it checks itself).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from scripts.verdict import Status
+
+DEFAULT_TRIALS = 3
+DEFAULT_WARMUP = 10
+DEFAULT_SAMPLES = 30
+DEFAULT_WALL_BLOCKS = 5
+DEFAULT_CHECKED_SAMPLES = 4  # timed calls whose projections the judge recomputes
+
+
+class JudgeRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    task_dir: str
+    candidate: str | None  # None: the frozen baseline itself (while freezing)
+    freezing: bool = False  # the task directory is a staging directory without a manifest yet
+    candidate_env: dict[str, str] = Field(default_factory=dict)
+    timeout_s: float = Field(gt=0)
+    trials: int = Field(default=DEFAULT_TRIALS, ge=1)
+    warmup: int = Field(default=DEFAULT_WARMUP, ge=0)
+    samples: int = Field(default=DEFAULT_SAMPLES, ge=1)
+    wall_blocks: int = Field(default=DEFAULT_WALL_BLOCKS, ge=1)
+    checked_samples: int = Field(default=DEFAULT_CHECKED_SAMPLES, ge=1)
+
+
+class WorkloadSeeds(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    trial_seeds: list[int]
+    warmup_seed: int
+    sample_seeds: list[int]
+    wall_seed: int
+    projection_seed: int
+
+
+class ChildRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    spec: dict
+    src_dir: str
+    candidate: str | None
+    results: str
+    warmup: int
+    wall_blocks: int
+    workloads: list[WorkloadSeeds]
+
+
+class ChildError(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    status: Status
+    reason: str
+
+    @field_validator("status")
+    @classmethod
+    def _not_passed(cls, v: Status) -> Status:
+        if v is Status.PASSED:
+            raise ValueError("a child reports failures only")
+        return v
+
+
+class ChildWorkload(BaseModel):
+    """One workload as the child saw it: the trial output files, the samples, the projections."""
+
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")  # NaN stays NaN
+    workload: str
+    error: ChildError | None = None
+    trials: list[str] = Field(default_factory=list)  # torch.save files of each trial's outputs
+    samples_ms: list[float] = Field(default_factory=list)
+    host_ms: list[float] = Field(default_factory=list)
+    projections: list[list[list[float]]] = Field(default_factory=list)  # sample, output, j
+    wall_calls: int = 0
+    candidate_s: float = 0.0  # time spent inside the candidate's calls
+
+
+class ChildHello(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    device: str
+    clock: str
+    load_s: float = 0.0
+
+
+HELLO = "hello.json"
+FATAL = "fatal.json"
+
+
+def workload_file(index: int) -> str:
+    return f"wl{index}.json"
+
+
+def trial_file(index: int, trial: int) -> str:
+    return f"wl{index}_trial{trial}.pt"

@@ -1,0 +1,89 @@
+"""The reference answers, computed in the judge's process after the candidate's process is gone.
+
+Nothing the candidate did to its own process can reach them, and they never exist in a file or in
+memory the candidate could read. Bytecode and kernel caches that a candidate could have planted
+are not used: imports of the oracle's sources and Triton/Inductor compiles use fresh directories.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import torch
+
+from scripts import compare
+from scripts.errors import BadInput
+from scripts.formats import module_for
+from scripts.spec import OpSpec
+
+
+def private_caches(root: Path) -> None:
+    """Point bytecode and kernel caches of this process at directories made just now."""
+    fresh = Path(tempfile.mkdtemp(prefix="judge-cache-", dir=root))
+    sys.pycache_prefix = str(fresh / "pycache")
+    sys.dont_write_bytecode = True
+    os.environ["TRITON_CACHE_DIR"] = str(fresh / "triton")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(fresh / "inductor")
+
+
+class Reference:
+    def __init__(self, spec: OpSpec, src_dir: Path, device: str):
+        torch.set_grad_enabled(False)  # as in the child: values, not autograd graphs
+        self.spec = spec
+        self.src_dir = Path(src_dir)
+        self.device = device
+        self.where = f"reference {spec.reference_entry}"
+        self.fmt = module_for(spec.format)
+        try:
+            self.fn = self.fmt.load_callable(spec, self.src_dir, spec.reference_entry, device)
+        except BadInput:
+            raise
+        except Exception as exc:
+            raise BadInput(self.where, f"loading it raised {type(exc).__name__}: {exc}") from exc
+        self._weights: dict[tuple[int, int, int], torch.Tensor] = {}
+
+    def inputs(self, workload, seed: int) -> list:
+        return list(self.fmt.make_inputs(self.spec, self.src_dir, workload, seed, self.device))
+
+    def outputs(self, workload, seed: int) -> tuple[list, list[torch.Tensor]]:
+        """(inputs, reference outputs) for the inputs drawn from `seed`."""
+        inputs = self.inputs(workload, seed)
+        try:
+            refs = compare.as_outputs(self.fn(*inputs))
+        except Exception as exc:
+            raise BadInput(
+                f"{self.where}, workload {workload.name!r}",
+                f"the reference raised {type(exc).__name__}: {exc}",
+            ) from exc
+        for i, ref in enumerate(refs):
+            if not isinstance(ref, torch.Tensor):
+                raise BadInput(self.where, f"output {i} is a {type(ref).__name__}, not a tensor")
+        if self.device != "cpu":
+            torch.cuda.synchronize()
+        return inputs, refs
+
+    def weights(self, seed: int, output: int, numel: int) -> torch.Tensor:
+        key = (seed, output, numel)
+        if key not in self._weights:
+            self._weights[key] = compare.projection_matrix(numel, seed + output, self.device)
+        return self._weights[key]
+
+
+def nbytes(values) -> int:
+    return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
+
+
+def load_outputs(path: Path) -> list[torch.Tensor] | str:
+    """The outputs a trial saved, or why they cannot be used (the file is the candidate's)."""
+    try:
+        data = torch.load(path, map_location="cpu", weights_only=True)
+    except FileNotFoundError:
+        return "its saved outputs are missing"
+    except Exception as exc:
+        return f"its saved outputs are unreadable ({type(exc).__name__})"
+    if not isinstance(data, list) or not all(type(t) is torch.Tensor for t in data):
+        return "its saved outputs are not a list of plain tensors"
+    return data

@@ -1,0 +1,342 @@
+"""Running untrusted code: a scrubbed environment, its own session, a deadline, no survivors.
+
+The judge makes itself a child subreaper (Linux), so every process the candidate starts, even
+one that detaches with setsid and a double fork, stays its descendant and is killed (`sweep`)
+before anything is judged. The candidate's process confines itself first thing (no core files,
+no new privileges, no capabilities when root); the judge and the orchestrator make themselves
+non-dumpable, so a candidate can neither trace them nor read their memory or environment. Exit
+status and output prove nothing; only what `Child.wait` observes itself (the deadline, the
+signal, the kernel's times for the marker lines) is trusted.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+import select
+import signal
+import socket
+import struct
+import subprocess
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Any variable whose name contains one of these is a credential; so is the orchestrator's config.
+SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
+SECRET_PREFIXES = ("PREFECT_", "ANTHROPIC_", "OPENAI_", "AWS_")
+_PR_SET_DUMPABLE = 4
+_PR_CAPBSET_DROP = 24
+_PR_SET_NO_NEW_PRIVS = 38
+_PR_SET_CHILD_SUBREAPER = 36
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
+_SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+MAX_MARKERS = 100_000
+
+
+def is_secret(name: str) -> bool:
+    upper = name.upper()
+    return any(w in upper for w in SECRET_WORDS) or upper.startswith(SECRET_PREFIXES)
+
+
+def scrub_env(env: Mapping[str, str]) -> dict[str, str]:
+    """A copy of `env` without credentials or the orchestrator's API settings."""
+    return {k: v for k, v in env.items() if not is_secret(k)}
+
+
+def secret_values(env: Mapping[str, str]) -> list[str]:
+    """Values worth redacting from anything a candidate printed (short ones would hit by chance)."""
+    return sorted(
+        {v for k, v in env.items() if is_secret(k) and len(v) >= 8}, key=len, reverse=True
+    )
+
+
+def redact(text: str, values: list[str]) -> str:
+    for value in values:
+        text = text.replace(value, "[redacted]")
+    return text
+
+
+def _prctl(option: int, arg: int) -> bool:
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(option, arg, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False  # not Linux
+
+
+def become_subreaper() -> bool:
+    """Make orphaned descendants re-parent to this process instead of init (Linux only)."""
+    return _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+
+
+def protect_self() -> bool:
+    """Make this process non-dumpable: processes without CAP_SYS_PTRACE can then neither attach
+    to it nor read its memory or /proc/PID/environ, even under the same user."""
+    return _prctl(_PR_SET_DUMPABLE, 0)
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
+
+
+def confine_self() -> None:
+    """Called first thing in the candidate's process: no core files, no new privileges, and for
+    root no capabilities (so it cannot trace or read protected processes of the same user)."""
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    _prctl(_PR_SET_NO_NEW_PRIVS, 1)
+    if os.geteuid() != 0:
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return
+    for cap in range(64):
+        libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)
+    libc.capset(ctypes.byref(_CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)), (_CapData * 2)())
+
+
+def _parent_map() -> dict[int, int]:
+    parents = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_text()
+        except OSError:
+            continue
+        # The command name may hold spaces and parentheses: fields resume after the last ')'.
+        fields = stat.rpartition(")")[2].split()
+        if len(fields) > 1:
+            parents[int(entry.name)] = int(fields[1])
+    return parents
+
+
+def descendants(root: int) -> list[int]:
+    if not Path("/proc/self/stat").exists():
+        return []
+    children: dict[int, list[int]] = {}
+    for pid, ppid in _parent_map().items():
+        children.setdefault(ppid, []).append(pid)
+    found, stack = [], [root]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def _reap() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def kill_descendants(rounds: int = 200) -> int:
+    """SIGKILL every descendant of this process until none is left; return how many were killed.
+
+    Call it only after the direct child has been waited for (its exit status is read first)."""
+    killed: set[int] = set()
+    for _ in range(rounds):
+        pids = descendants(os.getpid())
+        if not pids:
+            break
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.add(pid)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.005)
+        _reap()
+    _reap()
+    return len(killed)
+
+
+def describe_exit(returncode: int | None) -> str:
+    if returncode is None:
+        return "is still running"
+    if returncode < 0:
+        try:
+            sig = signal.Signals(-returncode)
+            what = signal.strsignal(sig) or sig.name
+            return f"was killed by {sig.name} ({what.lower()})"
+        except ValueError:
+            return f"was killed by signal {-returncode}"
+    return f"exited with status {returncode}"
+
+
+@dataclass
+class Finished:
+    returncode: int | None
+    timed_out: bool
+    wall_s: float
+    markers: list[tuple[str, int]] = field(default_factory=list)  # (line, ns when written)
+    killed: int = 0
+
+    @property
+    def how(self) -> str:
+        return describe_exit(self.returncode)
+
+
+def new_file(path: Path, mode: str = "wb"):
+    """Open a file this process creates itself: whatever stood at `path` (a link that a candidate
+    planted, say) is removed first, and a link appearing meanwhile is not followed."""
+    Path(path).unlink(missing_ok=True)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+    return os.fdopen(os.open(path, flags, 0o644), mode)
+
+
+def write_new(path: Path, text: str) -> None:
+    with new_file(path, "w") as f:
+        f.write(text)
+
+
+def spawn(
+    argv: list[str], *, env: dict[str, str], cwd: Path, log_path: Path, pass_fds=()
+) -> subprocess.Popen:
+    with new_file(log_path) as log:
+        return subprocess.Popen(
+            argv,
+            env=env,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            pass_fds=tuple(pass_fds),
+        )
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class Markers:
+    """Marker lines from the child, each stamped by the kernel when it was sent.
+
+    A datagram socket with SO_TIMESTAMPNS: the time is taken when the child writes, however
+    late this process reads (it may be busy importing while the candidate runs). A thread keeps
+    the queue drained so the child never blocks on a full one."""
+
+    def __init__(self):
+        self._ours, self.theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self._stamped = _set_timestamps(self._ours)
+        self._ours.setblocking(False)
+        self.lines: list[tuple[str, int]] = []  # (line, CLOCK_REALTIME ns when it was sent)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._drain_until_stopped, daemon=True)
+
+    def start(self) -> None:
+        self.theirs.close()  # the child holds its own copy now
+        self._thread.start()
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                data, ancillary, _, _ = self._ours.recvmsg(4096, socket.CMSG_SPACE(16))
+            except (BlockingIOError, InterruptedError):
+                return
+            sent = time.time_ns()
+            for level, kind, payload in ancillary:
+                if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS and self._stamped:
+                    sec, nsec = struct.unpack("qq", payload[:16])
+                    sent = sec * 1_000_000_000 + nsec
+            line = data.decode(errors="replace").strip()
+            if line and len(self.lines) < MAX_MARKERS:  # a flood is not stored (nor believed)
+                self.lines.append((line, sent))
+
+    def _drain_until_stopped(self) -> None:
+        while not self._stop.is_set():
+            select.select([self._ours], [], [], 0.05)
+            self._drain()
+
+    def stop(self) -> list[tuple[str, int]]:
+        self._stop.set()
+        self._thread.join()
+        self._drain()
+        self._ours.close()
+        return sorted(self.lines, key=lambda item: item[1])
+
+
+def _set_timestamps(sock: socket.socket) -> bool:
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
+        return True
+    except OSError:
+        return False  # stamped on arrival here instead
+
+
+class Child:
+    """A process in its own session under a deadline; `wait` kills its process group.
+
+    With `with_markers`, the child gets the file descriptor of a datagram socket as its last
+    argument; each line it writes there comes back with the time it was written (`Markers`).
+    With `sweep`, `wait` also kills every other descendant of this process: only for a
+    subreaper whose sole child this is (the judge), never in a process that runs other work."""
+
+    def __init__(
+        self,
+        argv: list[str],
+        *,
+        env: dict[str, str],
+        cwd: Path,
+        log_path: Path,
+        timeout_s: float,
+        with_markers: bool = False,
+        sweep: bool = False,
+    ):
+        self.timeout_s = timeout_s
+        self.sweep = sweep
+        self._markers = Markers() if with_markers else None
+        fds = (self._markers.theirs.fileno(),) if with_markers else ()
+        self._start = time.monotonic()
+        self.proc = spawn(
+            [*argv, *map(str, fds)], env=env, cwd=cwd, log_path=log_path, pass_fds=fds
+        )
+        if self._markers:
+            self._markers.start()
+
+    def wait(self) -> Finished:
+        timed_out = False
+        while self.proc.poll() is None:
+            remaining = self.timeout_s - (time.monotonic() - self._start)
+            if remaining <= 0:
+                timed_out = True
+                break
+            try:
+                self.proc.wait(timeout=min(remaining, 0.05))
+            except subprocess.TimeoutExpired:
+                pass
+        kill_group(self.proc)
+        self.proc.wait()
+        killed = kill_descendants() if self.sweep else 0
+        return Finished(
+            returncode=self.proc.returncode,
+            timed_out=timed_out,
+            wall_s=time.monotonic() - self._start,
+            markers=self._markers.stop() if self._markers else [],
+            killed=killed,
+        )
+
+
+def run(argv: list[str], **kwargs) -> Finished:
+    """Run `argv` as a `Child` (same keyword arguments) and wait for it."""
+    return Child(argv, **kwargs).wait()

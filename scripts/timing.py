@@ -1,0 +1,163 @@
+"""Timing: device events (a host clock on CPU) in the child; the floors and cross-checks in the judge.
+
+One sample: fresh inputs, a write over a buffer larger than the last-level cache, a device-wide
+synchronise, start event, the call, end event, synchronise. The clock's functions are captured
+when the child starts, before any candidate code is imported, so patching `time` or
+`torch.cuda.Event` afterwards does not reach them (and the child reports that it was patched).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+
+from scripts.verdict import Timing
+
+# The judge's wall clock may exceed the mean timed call by this factor plus an allowance (ms)
+# before the timed calls are called into doubt: device events miss some launch latency.
+WALL_RATIO = 1.5
+WALL_SLACK_MS = {"host": 0.01, "cuda_event": 0.05, "hip_event": 0.05}
+WALL_TARGET_MS = 10.0  # length of one back-to-back block (the fastest of several counts)
+WALL_CALLS = (3, 2000)  # fewest and most calls in a block
+
+
+def clock_kind(device: str) -> str:
+    if device == "cpu":
+        return "host"
+    import torch
+
+    return "hip_event" if torch.version.hip else "cuda_event"
+
+
+class Clock:
+    """Times one call with device events (host clock on CPU); also reports the host time."""
+
+    def __init__(self, device: str, now_ns=time.perf_counter_ns):
+        self._now = now_ns
+        self.kind = clock_kind(device)
+        if device == "cpu":
+            self._sync = _no_sync
+            return
+        import torch
+
+        self._sync = torch.cuda.synchronize
+        self._event = torch.cuda.Event
+        self._record = torch.cuda.Event.record
+        self._elapsed = torch.cuda.Event.elapsed_time
+
+    def sync(self) -> None:
+        self._sync()
+
+    def time(self, fn, args) -> tuple[object, float, float]:
+        """(result, measured ms, host ms) of fn(*args), started after a device-wide sync."""
+        self._sync()
+        if self.kind == "host":
+            t0 = self._now()
+            out = fn(*args)
+            t1 = self._now()
+            return out, (t1 - t0) / 1e6, (t1 - t0) / 1e6
+        start, end = self._event(enable_timing=True), self._event(enable_timing=True)
+        t0 = self._now()
+        self._record(start)
+        out = fn(*args)
+        self._record(end)
+        self._sync()
+        t1 = self._now()
+        return out, float(self._elapsed(start, end)), (t1 - t0) / 1e6
+
+
+def _no_sync() -> None:
+    return None
+
+
+class Flusher:
+    """Writes a buffer larger than the last-level cache, evicting what the last call left."""
+
+    def __init__(self, device: str, nbytes: int):
+        import torch
+
+        self._buf = torch.empty(nbytes, dtype=torch.uint8, device=device)
+        self._count = 0
+
+    def __call__(self) -> None:
+        self._count += 1
+        self._buf.fill_(self._count & 0xFF)
+
+
+def wall_calls(samples_ms: list[float], host_ms: list[float]) -> int:
+    """Calls per back-to-back block: about WALL_TARGET_MS by the slower of the two clocks."""
+    per_call = max(statistics.median(samples_ms), statistics.median(host_ms), 1e-4)
+    lo, hi = WALL_CALLS
+    return int(min(hi, max(lo, math.ceil(WALL_TARGET_MS / per_call))))
+
+
+def summarize(samples_ms: list[float], clock: str, wall_ms_per_call: float | None) -> Timing:
+    ordered = sorted(samples_ms)
+    if len(ordered) >= 2:
+        q1, _, q3 = statistics.quantiles(ordered, n=4, method="inclusive")
+    else:
+        q1 = q3 = ordered[0]
+    return Timing(
+        clock=clock,
+        sample_count=len(ordered),
+        median_ms=statistics.median(ordered),
+        min_ms=ordered[0],
+        max_ms=ordered[-1],
+        spread_ms=q3 - q1,
+        samples_ms=list(samples_ms),
+        wall_ms_per_call=wall_ms_per_call,
+    )
+
+
+def flops_of(expr: str | None, dims: dict[str, int]) -> float:
+    """The op spec's flop-count expression evaluated over a workload's dimensions (0 if none)."""
+    if not expr:
+        return 0.0
+    try:
+        return float(eval(compile(expr, "<flops>", "eval"), {"__builtins__": {}}, dict(dims)))
+    except Exception:
+        return 0.0
+
+
+def floor_ms(nbytes: int, flops: float, peak_bandwidth: float, peak_flops: float) -> float:
+    """The least time the device can take: every byte moved once, every flop at peak rate."""
+    return 1e3 * max(nbytes / peak_bandwidth, flops / peak_flops)
+
+
+def timing_problem(t: Timing, floor: float) -> str | None:
+    """Why the measured times cannot be believed, or None."""
+    if t.median_ms < floor:
+        return (
+            f"measured {t.median_ms:.4g} ms, below the physical floor {floor:.4g} ms for its bytes "
+            "and flops on this device"
+        )
+    wall = t.wall_ms_per_call
+    mean = statistics.fmean(t.samples_ms)
+    slack = WALL_SLACK_MS.get(t.clock, 0.05)
+    if wall is not None and wall > WALL_RATIO * mean + slack:
+        return (
+            f"timed at {mean:.4g} ms per call on average, but the harness's wall clock saw "
+            f"{wall:.4g} ms per call back to back (work outside the timed region?)"
+        )
+    return None
+
+
+def wall_ms_per_call(markers, index: int, blocks: int, calls: int) -> float | str:
+    """The fastest back-to-back block of workload `index`, per call, by this process's clock."""
+    if calls < 1:
+        return "the back-to-back blocks for the wall-clock cross-check are missing"
+    begins: dict[str, int] = {}
+    ends: dict[str, int] = {}
+    for line, arrived in markers:
+        parts = line.split()
+        if len(parts) != 3 or parts[0] not in ("begin", "end") or parts[1] != str(index):
+            continue
+        table = begins if parts[0] == "begin" else ends
+        if parts[2] in table:
+            return f"wall-clock marker {line!r} came twice"
+        table[parts[2]] = arrived
+    per_call = [(ends[b] - begins[b]) / 1e6 / calls for b in begins if ends.get(b, -1) >= begins[b]]
+    if len(per_call) != blocks:
+        return "the back-to-back blocks for the wall-clock cross-check are missing"
+    return min(per_call)

@@ -1,0 +1,78 @@
+"""One workload's verdict in the judge: full checks of the trial outputs, projections of a random
+subset of the timed outputs (chosen after the child is gone), then the timing cross-checks."""
+
+from __future__ import annotations
+
+import math
+import random
+
+from scripts import compare, protocol, timing
+from scripts.reference import Reference, load_outputs, nbytes
+from scripts.verdict import Status, WorkloadVerdict
+
+_rng = random.SystemRandom()
+
+
+def verify_workload(
+    judge, index: int, wl, record: protocol.ChildWorkload, reference: Reference, root, markers, info
+) -> WorkloadVerdict:
+    """`judge` is the scripts.judge.Judge (request, seeds, spec, baseline); `root` the child's
+    results directory; `markers` its marker lines with arrival times; `info` the ArchInfo."""
+    req, seeds, tol_for = judge.req, judge.seeds[index], judge.spec.tolerance_for
+
+    def verdict(status: Status, reason: str | None = None, **fields) -> WorkloadVerdict:
+        return WorkloadVerdict(workload=wl.name, status=status, reason=reason, **fields)
+
+    if len(record.trials) != len(seeds.trial_seeds):
+        return verdict(Status.FLAGGED, f"reported {len(record.trials)} trials, not {req.trials}")
+    worst, tol = 0.0, None
+    for t, seed in enumerate(seeds.trial_seeds):
+        inputs, refs = reference.outputs(wl, seed)
+        tol = tol_for(compare.dtype_name(refs[0].dtype)) if refs else None
+        outs = load_outputs(root / protocol.trial_file(index, t))
+        if isinstance(outs, str):
+            return verdict(Status.FLAGGED, f"trial {t + 1}: {outs}")
+        status, reason, err = compare.compare(outs, refs, tol_for)
+        worst = max(worst, err)
+        if status is not None:
+            return verdict(status, f"trial {t + 1}: {reason}", max_rel_error=worst, tolerance=tol)
+    moved = nbytes(inputs) + nbytes(refs)
+    checked = dict(max_rel_error=worst, tolerance=tol)
+
+    samples, count = record.samples_ms, len(seeds.sample_seeds)
+    if len(samples) != count or len(record.projections) != count:
+        reason = f"reported {len(samples)} timed samples, {count} were asked for"
+        return verdict(Status.FLAGGED, reason, **checked)
+    if not all(math.isfinite(s) and s > 0 for s in samples):
+        return verdict(Status.FLAGGED, "its timer reported a sample that is not a time", **checked)
+    for k in sorted(_rng.sample(range(count), min(count, req.checked_samples))):
+        _, refs = reference.outputs(wl, seeds.sample_seeds[k])
+        got = record.projections[k]
+        if len(got) != len(refs):
+            reason = f"timed call {k + 1}: returned {len(got)} outputs, expected {len(refs)}"
+            return verdict(Status.INCORRECT_SHAPE, reason, **checked)
+        for j, ref in enumerate(refs):
+            w = reference.weights(seeds.projection_seed, j, ref.numel())
+            if len(got[j]) != w.shape[0]:
+                return verdict(
+                    Status.FLAGGED, f"timed call {k + 1}: garbled projections", **checked
+                )
+            problem = compare.projection_problem(
+                got[j], ref, w, tol_for(compare.dtype_name(ref.dtype))
+            )
+            if problem:
+                reason = f"timed call {k + 1}: output {j} differs from the reference: {problem}"
+                return verdict(Status.INCORRECT_NUMERICAL, reason, **checked)
+
+    wall = timing.wall_ms_per_call(markers, index, req.wall_blocks, record.wall_calls)
+    if isinstance(wall, str):
+        return verdict(Status.FLAGGED, wall, **checked)
+    measured = timing.summarize(samples, timing.clock_kind(reference.device), wall)
+    flops = timing.flops_of(judge.spec.flops, wl.dims)
+    floor = timing.floor_ms(moved, flops, info.peak_bandwidth, info.peak_flops)
+    problem = timing.timing_problem(measured, floor)
+    if problem:
+        return verdict(Status.FLAGGED, problem, timing=measured, **checked)
+    base = judge.baseline.get(wl.name, {}).get("median_ms")
+    speedup = base / measured.median_ms if base else None
+    return verdict(Status.PASSED, timing=measured, baseline_ms=base, speedup=speedup, **checked)

@@ -1,0 +1,20 @@
+"""class: work on a stream the timer does not see. Launches the work on a side stream and returns
+without making the caller's stream wait for it.
+
+expect: FLAGGED
+"""
+
+import torch
+
+_side = {}
+
+
+def rmsnorm(x, weight, eps=1e-6):
+    side = _side.setdefault(x.device, torch.cuda.Stream(device=x.device))
+    out = torch.empty_like(x)
+    side.wait_stream(torch.cuda.current_stream(x.device))  # inputs are ready; nothing waits back
+    with torch.cuda.stream(side):
+        torch.mul(x, torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps), out=out)
+        out.mul_(weight)
+    out.record_stream(side)
+    return out

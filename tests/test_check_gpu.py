@@ -1,0 +1,143 @@
+"""The harness on a GPU: the corpus (with the GPU-only cases) and the examples against themselves.
+
+Run on a CUDA or ROCm machine with `python -m pytest -q -m gpu tests/`; skipped without one.
+"""
+
+import math
+import shutil
+from functools import partial
+from pathlib import Path
+
+import pytest
+import torch
+
+from scripts.check import check
+from scripts.freeze import freeze, measure_baseline
+from scripts.verdict import Status
+
+from .conftest import EXAMPLES, ROOT
+from .test_adversarial import RUN_ELSEWHERE, SECRETS, assert_no_secret, corpus, expected
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA or ROCm device"),
+]
+
+OPTIONS = {"samples": 10, "warmup": 3, "trials": 2}
+# Large enough that work hidden on a side stream shows on the wall clock (~0.3 ms in torch ops).
+GPU_WORKLOADS = """
+[[workloads]]
+name = "large"
+dims = { T = 4096, H = 8192 }
+
+[[workloads]]
+name = "small"
+dims = { T = 64, H = 256 }
+"""
+
+
+@pytest.fixture(scope="module")
+def gpu_task(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("gpu")
+    op = Path(shutil.copytree(ROOT / "tests/corpus/rmsnorm_op", root / "op"))
+    toml = (op / "op.toml").read_text()
+    (op / "op.toml").write_text(toml[: toml.index("[[workloads]]")] + GPU_WORKLOADS)
+    return freeze(op, root / "task", measure=partial(measure_baseline, **OPTIONS))
+
+
+@pytest.fixture
+def task(gpu_task, tmp_path) -> Path:
+    return Path(shutil.copytree(gpu_task, tmp_path / "task"))
+
+
+def describe(verdict) -> str:
+    rows = [verdict.reason or "passed"]
+    for w in verdict.workloads:
+        t = w.timing
+        if t:
+            mean = sum(t.samples_ms) / len(t.samples_ms)
+            rows.append(
+                f"{w.workload}: mean {mean:.4f} ms, median {t.median_ms:.4f}, wall {t.wall_ms_per_call}"
+            )
+    return "; ".join(rows)
+
+
+@pytest.mark.parametrize("path", corpus("gpu"), ids=lambda p: p.stem)
+def test_gpu_only_cases(path, task):
+    verdict = check(task, path, **OPTIONS)
+    assert verdict.status.value in expected(path), describe(verdict)
+
+
+@pytest.mark.parametrize("path", corpus("honest"), ids=lambda p: p.stem)
+def test_honest_corpus_passes_on_gpu(path, task):
+    verdict = check(task, path, **OPTIONS)
+    assert verdict.status is Status.PASSED, describe(verdict)
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in corpus("adversarial") if p.stem not in RUN_ELSEWHERE], ids=lambda p: p.stem
+)
+def test_adversarial_corpus_is_refused_on_gpu(path, task, tmp_path, monkeypatch):
+    for name, value in SECRETS.items():
+        monkeypatch.setenv(name, value)
+    (tmp_path / "evidence").mkdir()
+    verdict = check(task, path, candidate_env={"CORPUS_OUT": str(tmp_path / "evidence")}, **OPTIONS)
+    assert verdict.status is not Status.PASSED, describe(verdict)
+    assert_no_secret(verdict)
+
+
+@pytest.mark.parametrize("example", ["rmsnorm_torch", "softmax_triton"])
+def test_example_against_its_own_baseline_on_gpu(example, tmp_path):
+    task = freeze(
+        EXAMPLES / example, tmp_path / "task", measure=partial(measure_baseline, samples=30)
+    )
+    verdict = check(task, EXAMPLES / example / "kernel.py", samples=30)
+    assert verdict.status is Status.PASSED, describe(verdict)
+    assert verdict.workloads[0].timing.clock in ("cuda_event", "hip_event")
+    for w in verdict.workloads:
+        assert abs(math.log(w.speedup)) <= math.log(1.25), describe(verdict)
+
+
+ILLEGAL_ACCESS = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _scribble(ptr):
+    tl.store(ptr + (1 << 40) + tl.arange(0, 16), 1.0)
+
+
+def rmsnorm(x, weight, eps=1e-6):
+    _scribble[(1,)](x)
+    return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * weight
+"""
+
+OUT_OF_MEMORY = """
+import torch
+
+
+def rmsnorm(x, weight, eps=1e-6):
+    return torch.empty(1 << 48, dtype=torch.uint8, device=x.device)
+"""
+
+
+@pytest.mark.parametrize(
+    "name, text, statuses",
+    [
+        ("illegal_access", ILLEGAL_ACCESS, {"RUNTIME_ERROR", "CRASHED"}),
+        ("out_of_memory", OUT_OF_MEMORY, {"RUNTIME_ERROR"}),
+    ],
+)
+def test_device_faults_get_a_status_and_the_next_check_is_unaffected(
+    name, text, statuses, task, tmp_path
+):
+    bad = tmp_path / f"{name}.py"
+    bad.write_text(text)
+    verdict = check(task, bad, **OPTIONS)
+    assert verdict.status.value in statuses, describe(verdict)
+    if name == "out_of_memory":
+        assert "out of memory" in verdict.reason
+    after = check(task, ROOT / "tests/corpus/honest/rounding.py", **OPTIONS)
+    assert after.status is Status.PASSED, describe(after)

@@ -1,0 +1,187 @@
+"""Every closed status through the real harness (judge and child processes) on the CPU."""
+
+import json
+import shutil
+from functools import partial
+from pathlib import Path
+
+import pytest
+
+from scripts.check import check
+from scripts.errors import BadInput
+from scripts.freeze import freeze, measure_baseline
+from scripts.verdict import Status
+
+from .conftest import ROOT
+
+SMALL = {"samples": 5, "warmup": 2, "trials": 2}
+RMS = "x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * weight"
+
+
+def source(body: str, imports: str = "import torch") -> str:
+    return f"{imports}\n\n\ndef rmsnorm(x, weight, eps=1e-6):\n    {body}\n"
+
+
+CASES = {
+    "syntax_error": (
+        "def rmsnorm(x, weight eps=1e-6):\n    return x\n",
+        Status.COMPILE_ERROR,
+        "SyntaxError",
+    ),
+    "import_error": (
+        "import no_such_module_for_bakeoff\n",
+        Status.COMPILE_ERROR,
+        "no_such_module_for_bakeoff",
+    ),
+    "missing_entry": ("def layernorm(x, weight):\n    return x\n", Status.COMPILE_ERROR, "rmsnorm"),
+    "raises": (
+        source("raise ValueError('bad block size')"),
+        Status.RUNTIME_ERROR,
+        "ValueError: bad block size",
+    ),
+    "out_of_memory": (
+        source("return torch.empty(1 << 60, dtype=torch.uint8)"),
+        Status.RUNTIME_ERROR,
+        "out of memory",
+    ),
+    "segfault": (source("ctypes.string_at(0)", "import ctypes"), Status.CRASHED, "SIGSEGV"),
+    "abort": (source("os.abort()", "import os"), Status.CRASHED, "SIGABRT"),
+    "wrong_shape": (source(f"return ({RMS})[:, :-1]"), Status.INCORRECT_SHAPE, "shape"),
+    "wrong_count": (source(f"return ({RMS}), x"), Status.INCORRECT_SHAPE, "2 outputs"),
+    "wrong_dtype": (source(f"return ({RMS}).double()"), Status.INCORRECT_DTYPE, "float64"),
+    "not_a_tensor": (source(f"return ({RMS}).tolist()"), Status.INCORRECT_DTYPE, "list"),
+    "nan": (
+        source(f"out = {RMS}\n    out[3, 5] = float('nan')\n    return out"),
+        Status.INCORRECT_NUMERICAL,
+        "NaN",
+    ),
+    "inf": (
+        source(f"out = {RMS}\n    out[0, 0] = float('inf')\n    return out"),
+        Status.INCORRECT_NUMERICAL,
+        "NaN/Inf",
+    ),
+    "beyond_tolerance": (
+        source(f"return ({RMS}) * (1 + 1e-4)"),
+        Status.INCORRECT_NUMERICAL,
+        "tolerance",
+    ),
+    "within_tolerance": (source(f"return ({RMS}) * (1 + 1e-6)"), Status.PASSED, None),
+}
+
+
+@pytest.fixture(scope="session")
+def small_task(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("statuses") / "task"
+    return freeze(ROOT / "tests/corpus/rmsnorm_op", out, measure=partial(measure_baseline, **SMALL))
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / f"{name}.py"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_status(name, small_task, tmp_path):
+    text, status, words = CASES[name]
+    verdict = check(small_task, write(tmp_path, name, text), **SMALL)
+    assert verdict.status is status, verdict.reason
+    assert [w.status for w in verdict.workloads] == [status, status]
+    if words:
+        assert words in verdict.reason
+
+
+def test_passed_verdict_carries_timing_speedup_and_costs(small_task, tmp_path):
+    text = source(f"print('hello from the candidate')\n    return {RMS}")
+    verdict = check(small_task, write(tmp_path, "chatty", text), **SMALL)
+    assert verdict.status is Status.PASSED and verdict.reason is None
+    baseline = json.loads((small_task / "baseline.json").read_text())["workloads"]
+    for w in verdict.workloads:
+        t = w.timing
+        assert t.clock == "host" and t.sample_count == 5 == len(t.samples_ms)
+        assert t.min_ms <= t.median_ms <= t.max_ms and t.spread_ms >= 0
+        assert t.wall_ms_per_call > 0
+        assert w.baseline_ms == baseline[w.workload]["median_ms"]
+        assert w.speedup == pytest.approx(w.baseline_ms / t.median_ms)
+        assert 0 <= w.max_rel_error <= w.tolerance == 2e-5
+    assert verdict.speedup > 0 and verdict.device == "cpu"
+    assert verdict.harness_seconds > 0 and verdict.candidate_seconds > 0
+    assert "hello from the candidate" in verdict.output_tail
+    assert len(verdict.oracle_sha256) == 64
+
+
+def test_each_workload_gets_its_own_status(small_task, tmp_path):
+    text = source(f"return {RMS} if x.shape[0] == 64 else torch.zeros_like(x)")
+    verdict = check(small_task, write(tmp_path, "one_wrong", text), **SMALL)
+    first, second = verdict.workloads
+    assert first.status is Status.PASSED and first.speedup > 0
+    assert second.status is Status.INCORRECT_NUMERICAL
+    assert verdict.status is Status.INCORRECT_NUMERICAL and verdict.speedup is None
+    assert verdict.reason.startswith("workload 'wide_16': trial 1")
+
+
+def test_hang_times_out_and_the_next_check_is_unaffected(small_task, tmp_path):
+    text = source(
+        f"if x.shape[0] == 16:\n        time.sleep(600)\n    return {RMS}",
+        "import time\nimport torch",
+    )
+    verdict = check(small_task, write(tmp_path, "hang", text), timeout_s=8, **SMALL)
+    first, second = verdict.workloads
+    assert first.status is Status.PASSED
+    assert second.status is Status.TIMEOUT and "8 s" in second.reason
+    assert verdict.status is Status.TIMEOUT
+    after = check(small_task, write(tmp_path, "fine", source(f"return {RMS}")), **SMALL)
+    assert after.status is Status.PASSED, after.reason
+
+
+def test_crash_in_a_later_workload_keeps_the_earlier_result(small_task, tmp_path):
+    text = source(
+        f"if x.shape[0] == 16:\n        os.kill(os.getpid(), 9)\n    return {RMS}",
+        "import os\nimport torch",
+    )
+    verdict = check(small_task, write(tmp_path, "killed", text), **SMALL)
+    first, second = verdict.workloads
+    assert first.status is Status.PASSED
+    assert second.status is Status.CRASHED and "SIGKILL" in second.reason
+
+
+def test_candidate_directory_is_accepted(small_task, tmp_path):
+    (tmp_path / "cand").mkdir()
+    (tmp_path / "cand" / "kernel.py").write_text(source(f"return {RMS}"))
+    assert check(small_task, tmp_path / "cand", **SMALL).status is Status.PASSED
+
+
+def test_candidate_env_reaches_only_the_candidate(small_task, tmp_path):
+    text = source(
+        f"assert os.environ['TUNED_BLOCK'] == '128'\n    return {RMS}", "import os\nimport torch"
+    )
+    verdict = check(
+        small_task, write(tmp_path, "env", text), candidate_env={"TUNED_BLOCK": "128"}, **SMALL
+    )
+    assert verdict.status is Status.PASSED, verdict.reason
+
+
+def test_bad_input(small_task, tmp_path):
+    good = write(tmp_path, "good", source(f"return {RMS}"))
+    with pytest.raises(BadInput, match="does not exist"):
+        check(tmp_path / "nowhere", good)
+    with pytest.raises(BadInput, match="candidate does not exist"):
+        check(small_task, tmp_path / "missing.py")
+    (tmp_path / "unfrozen").mkdir()
+    with pytest.raises(BadInput, match="not a frozen task directory"):
+        check(tmp_path / "unfrozen", good)
+    damaged = Path(shutil.copytree(small_task, tmp_path / "damaged"))
+    spec = damaged / "spec.json"
+    spec.chmod(0o644)
+    spec.write_text(spec.read_text().replace("rows_64", "rows_65"))
+    with pytest.raises(BadInput, match="modified"):
+        check(damaged, good)
+
+
+def test_baseline_that_fails_its_own_check_cannot_be_frozen(tmp_path):
+    op = Path(shutil.copytree(ROOT / "tests/corpus/rmsnorm_op", tmp_path / "op"))
+    (op / "kernel.py").write_text(source("raise RuntimeError('not implemented')"))
+    with pytest.raises(BadInput, match="does not pass its own check.*not implemented"):
+        freeze(op, tmp_path / "task", measure=partial(measure_baseline, **SMALL))
+    assert not (tmp_path / "task").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["op"]
