@@ -5,7 +5,7 @@ import torch
 
 from scripts.formats import load_spec, module_for
 from scripts.freeze import freeze, load_task
-from scripts.measure import rel_error
+from scripts.compare import rel_error
 
 from .conftest import EXAMPLES
 
