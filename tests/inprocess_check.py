@@ -13,9 +13,9 @@ import time
 import traceback
 from pathlib import Path
 
+from scripts.compare import rel_error
 from scripts.formats import module_for
 from scripts.freeze import load_task
-from scripts.measure import rel_error
 from scripts.verdict import Status, Timing, Verdict, WorkloadVerdict, geomean
 from tasks.models import CandidateRef, CandidateResult
 

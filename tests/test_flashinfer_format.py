@@ -7,11 +7,11 @@ import pytest
 import torch
 
 from scripts import manifest
+from scripts.compare import rel_error
 from scripts.errors import BadInput
 from scripts.formats import detect_format, load_spec, module_for
 from scripts.formats.flashinfer import list_operators
 from scripts.freeze import freeze, load_task
-from scripts.measure import rel_error
 from scripts.spec import OpKind
 
 from .conftest import EXAMPLES, run_cli

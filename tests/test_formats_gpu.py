@@ -3,9 +3,9 @@
 import pytest
 import torch
 
+from scripts.compare import rel_error
 from scripts.formats import load_spec, module_for
 from scripts.freeze import freeze, load_task
-from scripts.compare import rel_error
 
 from .conftest import EXAMPLES
 

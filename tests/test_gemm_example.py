@@ -1,9 +1,9 @@
 import pytest
 import torch
 
+from scripts.compare import rel_error
 from scripts.formats import load_spec, module_for
 from scripts.freeze import freeze, load_task
-from scripts.measure import rel_error
 from scripts.spec import OpKind
 
 from .conftest import EXAMPLES
