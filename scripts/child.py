@@ -32,7 +32,7 @@ faulthandler.enable()  # a crash leaves its Python stack in the output tail
 
 import torch  # noqa: E402  (after the captures above)
 
-from scripts import compare, protocol, timing  # noqa: E402
+from scripts import compare, protocol, tensorfile, timing  # noqa: E402
 from scripts.arch import detect, flush_bytes  # noqa: E402
 from scripts.fingerprint import device_kind  # noqa: E402
 from scripts.formats import module_for  # noqa: E402
@@ -256,10 +256,13 @@ class Runner:
             before = self.keep(args)
             outs = self.outputs(self.run(self.checked_call, args), what)
             snaps = self.snapshot(outs)
-            name = protocol.trial_file(index, t)
-            torch.save([s.cpu() for s in snaps], self.results.root / name)
+            root = self.results.root
+            saved = [
+                tensorfile.save(root, protocol.output_file(index, t, j), s)
+                for j, s in enumerate(snaps)
+            ]
             self.check_after(args, before, outs, snaps, what)
-            record.trials.append(name)
+            record.trials.append(saved)
             shapes = [tuple(s.shape) for s in snaps]
         args = self.inputs(wl, seeds.warmup_seed)
         self.run(self.plain_calls, args, self.request.warmup)

@@ -179,7 +179,7 @@ class Judge:
         problem = tampering(before, snapshot(self.task))
         results = Results(scratch / "results", len(self.spec.workloads))
         verdict = self.verdict(finished, results, problem, tail(scratch / "output.log"))
-        for leftover in (scratch / "results").glob("*.pt"):
+        for leftover in (scratch / "results").glob("*.bin"):
             leftover.unlink()
         return verdict
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from scripts.tensorfile import SavedTensor
 from scripts.verdict import Status
 
 DEFAULT_TRIALS = 3
@@ -74,7 +75,7 @@ class ChildWorkload(BaseModel):
     model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")  # NaN stays NaN
     workload: str
     error: ChildError | None = None
-    trials: list[str] = Field(default_factory=list)  # torch.save files of each trial's outputs
+    trials: list[list[SavedTensor]] = Field(default_factory=list)  # each trial's outputs
     samples_ms: list[float] = Field(default_factory=list)
     host_ms: list[float] = Field(default_factory=list)
     projections: list[list[list[float]]] = Field(default_factory=list)  # sample, output, j
@@ -97,5 +98,5 @@ def workload_file(index: int) -> str:
     return f"wl{index}.json"
 
 
-def trial_file(index: int, trial: int) -> str:
-    return f"wl{index}_trial{trial}.pt"
+def output_file(index: int, trial: int, output: int) -> str:
+    return f"wl{index}_trial{trial}_out{output}.bin"

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import torch
 
-from scripts import compare
+from scripts import compare, tensorfile
 from scripts.errors import BadInput
 from scripts.formats import module_for
 from scripts.spec import OpSpec
+from scripts.tensorfile import SavedTensor
 
 
 def private_caches(root: Path) -> None:
@@ -76,14 +77,12 @@ def nbytes(values) -> int:
     return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
 
 
-def load_outputs(path: Path) -> list[torch.Tensor] | str:
-    """The outputs a trial saved, or why they cannot be used (the file is the candidate's)."""
-    try:
-        data = torch.load(path, map_location="cpu", weights_only=True)
-    except FileNotFoundError:
-        return "its saved outputs are missing"
-    except Exception as exc:
-        return f"its saved outputs are unreadable ({type(exc).__name__})"
-    if not isinstance(data, list) or not all(type(t) is torch.Tensor for t in data):
-        return "its saved outputs are not a list of plain tensors"
-    return data
+def load_outputs(root: Path, saved: list[SavedTensor]) -> list[torch.Tensor] | str:
+    """The outputs a trial saved, or why they cannot be used (the files are the candidate's)."""
+    outputs = []
+    for item in saved:
+        tensor = tensorfile.load(root, item)
+        if isinstance(tensor, str):
+            return f"its saved outputs are unusable ({tensor})"
+        outputs.append(tensor)
+    return outputs

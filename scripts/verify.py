@@ -29,7 +29,7 @@ def verify_workload(
     for t, seed in enumerate(seeds.trial_seeds):
         inputs, refs = reference.outputs(wl, seed)
         tol = tol_for(compare.dtype_name(refs[0].dtype)) if refs else None
-        outs = load_outputs(root / protocol.trial_file(index, t))
+        outs = load_outputs(root, record.trials[t])
         if isinstance(outs, str):
             return verdict(Status.FLAGGED, f"trial {t + 1}: {outs}")
         status, reason, err = compare.compare(outs, refs, tol_for)
