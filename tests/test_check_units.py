@@ -89,10 +89,17 @@ def test_timing_problems_floor_and_wall_clock():
 
 
 def test_floor_counts_bytes_and_flops():
-    assert timing.flops_of("2*M*N*K", {"M": 10, "N": 20, "K": 30}) == 12000
-    assert timing.flops_of(None, {}) == 0 and timing.flops_of("Q*2", {}) == 0
+    assert timing.evaluate("2*M*N*K", {"M": 10, "N": 20, "K": 30}) == 12000
+    assert timing.evaluate(None, {}) == 0 and timing.evaluate("Q*2", {}) == 0
     assert timing.floor_ms(4e9, 0, peak_bandwidth=4e12, peak_flops=1e15) == pytest.approx(1.0)
     assert timing.floor_ms(0, 2e12, peak_bandwidth=4e12, peak_flops=1e15) == pytest.approx(2.0)
+
+
+def test_bytes_needed_are_declared_or_the_outputs_beyond_the_cache():
+    llc = 64 << 20
+    assert timing.bytes_needed(0, out_bytes=256 << 20, llc_bytes=llc) == 192 << 20
+    assert timing.bytes_needed(0, out_bytes=16 << 20, llc_bytes=llc) == 0  # may stay in cache
+    assert timing.bytes_needed(1e9, out_bytes=16 << 20, llc_bytes=llc) == 1e9
 
 
 def test_wall_clock_per_call_from_markers():
