@@ -266,7 +266,7 @@ class Runner:
             shapes = [tuple(s.shape) for s in snaps]
         args = self.inputs(wl, seeds.warmup_seed)
         self.run(self.plain_calls, args, self.request.warmup)
-        weights = None
+        projectors = None
         slots: list[list] = []  # input buffers reused in turn, refilled with fresh values
         for k, seed in enumerate(seeds.sample_seeds):
             what = f"timed call {k + 1}"
@@ -280,12 +280,12 @@ class Runner:
                 raise Failure(
                     Status.INCORRECT_SHAPE, f"{what}: output shapes differ from the trials'"
                 )
-            if weights is None:
-                weights = [
-                    compare.projection_matrix(s.numel(), seeds.projection_seed + j, self.device)
-                    for j, s in enumerate(snaps)
+            if projectors is None:
+                projectors = [
+                    compare.Projector(seeds.projection_seed + j, self.device)
+                    for j in range(len(snaps))
                 ]
-            record.projections.append([compare.project(s, w) for s, w in zip(snaps, weights)])
+            record.projections.append([p(s) for s, p in zip(snaps, projectors)])
             self.check_after(args, before, outs, snaps, what)
             record.samples_ms.append(ms)
             record.host_ms.append(host_ms)

@@ -44,7 +44,7 @@ class Reference:
             raise
         except Exception as exc:
             raise BadInput(self.where, f"loading it raised {type(exc).__name__}: {exc}") from exc
-        self._weights: dict[tuple[int, int, int], torch.Tensor] = {}
+        self._projectors: dict[tuple[int, int], compare.Projector] = {}
 
     def inputs(self, workload, seed: int) -> list:
         return list(self.fmt.make_inputs(self.spec, self.src_dir, workload, seed, self.device))
@@ -66,11 +66,12 @@ class Reference:
             torch.cuda.synchronize()
         return inputs, refs
 
-    def weights(self, seed: int, output: int, numel: int) -> torch.Tensor:
-        key = (seed, output, numel)
-        if key not in self._weights:
-            self._weights[key] = compare.projection_matrix(numel, seed + output, self.device)
-        return self._weights[key]
+    def projector(self, seed: int, output: int) -> compare.Projector:
+        """The child's projections of output `output`, drawn from the same seed."""
+        key = (seed, output)
+        if key not in self._projectors:
+            self._projectors[key] = compare.Projector(seed + output, self.device)
+        return self._projectors[key]
 
 
 def nbytes(values) -> int:

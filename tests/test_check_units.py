@@ -55,17 +55,33 @@ def test_same_bits_sees_nan_equal_and_signed_zero_different():
 
 def test_projections_pass_honest_error_and_catch_stale_outputs():
     ref = torch.randn(64, 128)
-    w = compare.projection_matrix(ref.numel(), 7, "cpu")
-    honest = ref + 1e-6 * ref.norm() / ref.numel() ** 0.5 * torch.randn_like(
-        ref
-    )  # error 1e-6 of norm
-    assert compare.projection_problem(compare.project(honest, w), ref, w, 2e-5) is None
+    project = compare.Projector(7, "cpu")
+    noise = torch.randn_like(ref)
+    honest = ref + 1e-6 * ref.norm() * noise / noise.norm()  # error 1e-6 of the norm
+    assert compare.projection_problem(project(honest), ref, project, 2e-5) is None
     stale = torch.randn(64, 128)
-    assert compare.projection_problem(compare.project(stale, w), ref, w, 2e-5)
+    assert compare.projection_problem(project(stale), ref, project, 2e-5)
     half = ref.clone()
     half[32:] = 0
-    assert compare.projection_problem(compare.project(half, w), ref, w, 2e-5)
-    assert compare.projection_matrix(ref.numel(), 7, "cpu").equal(w)  # judge and child agree
+    assert compare.projection_problem(project(half), ref, project, 2e-5)
+    assert compare.Projector(7, "cpu")(ref) == project(ref)  # judge and child draw the same
+    assert compare.Projector(8, "cpu")(ref) != project(ref)
+
+
+def test_projection_vectors_come_in_blocks_drawn_from_per_block_seeds(monkeypatch):
+    monkeypatch.setattr(compare.Projector, "BLOCK", 1000)
+    monkeypatch.setattr(compare.Projector, "CACHE_BYTES", 2 * compare.PROJECTIONS * 1000 * 8)
+    x = torch.randn(2500, dtype=torch.float64)
+    expected = torch.zeros(compare.PROJECTIONS, dtype=torch.float64)
+    for start in (0, 1000, 2000):
+        gen = torch.Generator().manual_seed(11 + start)
+        part = x[start : start + 1000]
+        w = torch.randn(compare.PROJECTIONS, part.numel(), generator=gen, dtype=torch.float64)
+        expected += w @ part
+    project = compare.Projector(11, "cpu")
+    assert project(x) == expected.tolist()
+    assert len(project._kept) == 2  # the third block is drawn again each time, the same
+    assert project(x) == expected.tolist()
 
 
 def timing_of(samples, wall, clock="host"):
