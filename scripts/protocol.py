@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from scripts.tensorfile import SavedTensor
 from scripts.verdict import Status
 
 DEFAULT_TRIALS = 3
@@ -67,6 +66,15 @@ class ChildError(BaseModel):
         if v is Status.PASSED:
             raise ValueError("a child reports failures only")
         return v
+
+
+class SavedTensor(BaseModel):
+    """One output written by scripts/tensorfile.py: raw bytes in `file`, read back as this."""
+
+    model_config = ConfigDict(extra="forbid")
+    file: str
+    shape: list[int]
+    dtype: str
 
 
 class ChildWorkload(BaseModel):

@@ -17,8 +17,8 @@ import torch
 from scripts import compare, tensorfile
 from scripts.errors import BadInput
 from scripts.formats import module_for
+from scripts.protocol import SavedTensor
 from scripts.spec import OpSpec
-from scripts.tensorfile import SavedTensor
 
 
 def private_caches(root: Path) -> None:

@@ -11,14 +11,8 @@ import math
 from pathlib import Path
 
 import torch
-from pydantic import BaseModel, ConfigDict
 
-
-class SavedTensor(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    file: str
-    shape: list[int]
-    dtype: str
+from scripts.protocol import SavedTensor
 
 
 def save(root: Path, name: str, tensor: torch.Tensor) -> SavedTensor:

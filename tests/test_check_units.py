@@ -1,10 +1,16 @@
 """The harness's arithmetic without processes: comparisons, projections, timing checks, tensor files."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 
 from scripts import compare, tensorfile, timing
 from scripts.verdict import Status
+
+from .conftest import ROOT
 
 TOL = {"float32": 2e-5, "float16": 5e-3, "bfloat16": 2e-2}.__getitem__
 
@@ -159,3 +165,17 @@ def test_tensor_files_refuse_what_does_not_fit(tmp_path):
     assert isinstance(tensorfile.load(tmp_path, saved.model_copy(update={"file": "../t.bin"})), str)
     assert isinstance(tensorfile.load(tmp_path, saved.model_copy(update={"dtype": "Tensor"})), str)
     assert isinstance(tensorfile.load(tmp_path, saved.model_copy(update={"file": "gone.bin"})), str)
+
+
+def test_the_judge_starts_the_candidate_before_it_imports_torch():
+    """The judge imports torch while the candidate's process starts: nothing it needs before
+    spawning may pull torch in (nor may check() in the orchestrator)."""
+    code = "import sys, scripts.judge, scripts.check; print('torch' in sys.modules)"
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+    )
+    assert done.stdout.strip() == "False", done.stderr
