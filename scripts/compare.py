@@ -72,38 +72,36 @@ def _nonfinite_problem(out: torch.Tensor, ref: torch.Tensor) -> str | None:
     return None
 
 
-def compare(outs: list, refs: list, tolerance_for) -> tuple[Status | None, str | None, float]:
-    """(failing status or None, reason, largest norm-relative error) for one call's outputs."""
+def compare(
+    outs: list, refs: list, tolerance_for
+) -> tuple[Status | None, str | None, float | None]:
+    """(failing status or None, reason, error) for one call's outputs. The error is the largest
+    norm-relative error over the outputs, or, on a failure, that of the failing output (None
+    when the failure leaves it unmeasured: wrong count, shape, dtype, NaN)."""
     if len(outs) != len(refs):
-        return Status.INCORRECT_SHAPE, f"returned {len(outs)} outputs, expected {len(refs)}", 0.0
+        return Status.INCORRECT_SHAPE, f"returned {len(outs)} outputs, expected {len(refs)}", None
     worst = 0.0
     for i, (out, ref) in enumerate(zip(outs, refs)):
         if tuple(out.shape) != tuple(ref.shape):
-            return (
-                Status.INCORRECT_SHAPE,
-                f"output {i} has shape {tuple(out.shape)}, expected {tuple(ref.shape)}",
-                worst,
-            )
+            shapes = f"shape {tuple(out.shape)}, expected {tuple(ref.shape)}"
+            return Status.INCORRECT_SHAPE, f"output {i} has {shapes}", None
         if out.dtype != ref.dtype:
-            return (
-                Status.INCORRECT_DTYPE,
-                f"output {i} has dtype {dtype_name(out.dtype)}, expected {dtype_name(ref.dtype)}",
-                worst,
-            )
+            dtypes = f"dtype {dtype_name(out.dtype)}, expected {dtype_name(ref.dtype)}"
+            return Status.INCORRECT_DTYPE, f"output {i} has {dtypes}", None
         out = out.to(ref.device)
         problem = _nonfinite_problem(out, ref)
         if problem:
-            return Status.INCORRECT_NUMERICAL, f"output {i} {problem}", worst
+            return Status.INCORRECT_NUMERICAL, f"output {i} {problem}", None
         err = rel_error(out, ref)
-        worst = max(worst, err)
         tol = tolerance_for(dtype_name(ref.dtype))
         if not err <= tol:
             return (
                 Status.INCORRECT_NUMERICAL,
                 f"output {i}: error {err:.3g} (norm-relative) exceeds the {dtype_name(ref.dtype)} "
                 f"tolerance {tol:.3g}",
-                worst,
+                err,
             )
+        worst = max(worst, err)
     return None, None, worst
 
 

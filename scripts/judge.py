@@ -60,6 +60,7 @@ def tampering(before: dict, after: dict) -> str | None:
 def child_env(scratch: Path, candidate_env: dict[str, str]) -> dict[str, str]:
     env = sandbox.scrub_env(os.environ)
     paths = [str(REPO_ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    paths = list(dict.fromkeys(paths))
     env.update(
         HOME=str(scratch / "home"),
         TMPDIR=str(scratch / "tmp"),

@@ -33,9 +33,9 @@ def verify_workload(
         if isinstance(outs, str):
             return verdict(Status.FLAGGED, f"trial {t + 1}: {outs}")
         status, reason, err = compare.compare(outs, refs, tol_for)
-        worst = max(worst, err)
         if status is not None:
-            return verdict(status, f"trial {t + 1}: {reason}", max_rel_error=worst, tolerance=tol)
+            return verdict(status, f"trial {t + 1}: {reason}", max_rel_error=err, tolerance=tol)
+        worst = max(worst, err)
     out_bytes = nbytes(refs)
     checked = dict(max_rel_error=worst, tolerance=tol)
 
