@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import platform
+import subprocess
+import sys
 import tempfile
 import time
 from functools import partial
@@ -21,8 +23,10 @@ from pathlib import Path
 
 import torch
 
+from scripts.arch import detect, flush_bytes
 from scripts.check import check
 from scripts.freeze import freeze, measure_baseline
+from scripts.timing import Clock, Flusher
 
 KERNEL = """import torch
 
@@ -58,6 +62,30 @@ def device_name() -> str:
     return f"CPU: {platform.processor() or platform.machine()} ({torch.get_num_threads()} threads)"
 
 
+def startup_seconds() -> float:
+    """A fresh Python importing torch, as the judge and the candidate's process each do."""
+    started = time.monotonic()
+    subprocess.run([sys.executable, "-c", "import torch"], check=True)
+    return time.monotonic() - started
+
+
+def flush_ms(device: str) -> tuple[float, int]:
+    """One cache flush (the write before every timed sample) and its size, with one thread on
+    the CPU as in the candidate's process."""
+    if device == "cpu":
+        torch.set_num_threads(1)
+    nbytes = flush_bytes(detect())
+    flush = Flusher(device, nbytes)
+    clock = Clock(device)
+    flush()
+    clock.sync()
+    started = time.perf_counter()
+    for _ in range(10):
+        flush()
+    clock.sync()
+    return (time.perf_counter() - started) / 10 * 1e3, nbytes
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=30, help="timed samples per workload")
@@ -68,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     gpu = torch.cuda.is_available()
+    name = device_name()
     large = args.large_elements or ((64 << 20) if gpu else (1 << 20))
     with tempfile.TemporaryDirectory(prefix="bakeoff-overhead-") as tmp:
         op = Path(tmp) / "op"
@@ -90,9 +119,15 @@ def main(argv: list[str] | None = None) -> int:
             return 1
 
     count = len(verdicts[0][0].workloads)
-    print(f"device: {device_name()}; torch {torch.__version__}; python {platform.python_version()}")
+    flush, flush_size = flush_ms("cuda" if gpu else "cpu")
+    print(f"device: {name}; torch {torch.__version__}; python {platform.python_version()}")
     print(f"samples per workload: {args.samples}; large workload: {large} float32 elements")
     print(f"freeze (baseline through the same path): {freeze_s:.2f} s")
+    print(f"fresh python importing torch (judge and candidate each): {startup_seconds():.2f} s")
+    print(
+        f"cache flush before each sample: {flush:.2f} ms ({flush_size >> 20} MiB), "
+        f"{flush * args.samples * count / 1e3:.2f} s per check"
+    )
     print()
     print("| check | wall s | in candidate s | harness s | harness s per candidate-workload |")
     print("| --- | --- | --- | --- | --- |")

@@ -120,6 +120,17 @@ def cmd_list(args) -> int:
 COMMANDS = {"freeze": cmd_freeze, "check": cmd_check, "list": cmd_list}
 
 
+def _positive(kind):
+    def parse(text: str):
+        value = kind(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+        return value
+
+    parse.__name__ = kind.__name__
+    return parse
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bakeoff", description=__doc__)
     parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
@@ -149,8 +160,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("candidate", help="candidate source file or directory in the op's format")
     p.add_argument("--json", action="store_true", help="print the verdict as JSON")
-    p.add_argument("--timeout", type=float, default=300.0, help="deadline for the candidate (s)")
-    p.add_argument("--samples", type=int, help="timed samples per workload (default 30)")
+    p.add_argument(
+        "--timeout", type=_positive(float), default=300.0, help="deadline for the candidate (s)"
+    )
+    p.add_argument("--samples", type=_positive(int), help="timed samples per workload (default 30)")
 
     p = sub.add_parser(
         "list", help="list the operators of a flashinfer-bench trace set that have workloads"

@@ -32,7 +32,7 @@ faulthandler.enable()  # a crash leaves its Python stack in the output tail
 
 import torch  # noqa: E402  (after the captures above)
 
-from scripts import compare, protocol, timing  # noqa: E402
+from scripts import compare, protocol, tensorfile, timing  # noqa: E402
 from scripts.arch import detect, flush_bytes  # noqa: E402
 from scripts.fingerprint import device_kind  # noqa: E402
 from scripts.formats import module_for  # noqa: E402
@@ -256,14 +256,17 @@ class Runner:
             before = self.keep(args)
             outs = self.outputs(self.run(self.checked_call, args), what)
             snaps = self.snapshot(outs)
-            name = protocol.trial_file(index, t)
-            torch.save([s.cpu() for s in snaps], self.results.root / name)
+            root = self.results.root
+            saved = [
+                tensorfile.save(root, protocol.output_file(index, t, j), s)
+                for j, s in enumerate(snaps)
+            ]
             self.check_after(args, before, outs, snaps, what)
-            record.trials.append(name)
+            record.trials.append(saved)
             shapes = [tuple(s.shape) for s in snaps]
         args = self.inputs(wl, seeds.warmup_seed)
         self.run(self.plain_calls, args, self.request.warmup)
-        weights = None
+        projectors = None
         slots: list[list] = []  # input buffers reused in turn, refilled with fresh values
         for k, seed in enumerate(seeds.sample_seeds):
             what = f"timed call {k + 1}"
@@ -277,12 +280,12 @@ class Runner:
                 raise Failure(
                     Status.INCORRECT_SHAPE, f"{what}: output shapes differ from the trials'"
                 )
-            if weights is None:
-                weights = [
-                    compare.projection_matrix(s.numel(), seeds.projection_seed + j, self.device)
-                    for j, s in enumerate(snaps)
+            if projectors is None:
+                projectors = [
+                    compare.Projector(seeds.projection_seed + j, self.device)
+                    for j in range(len(snaps))
                 ]
-            record.projections.append([compare.project(s, w) for s, w in zip(snaps, weights)])
+            record.projections.append([p(s) for s, p in zip(snaps, projectors)])
             self.check_after(args, before, outs, snaps, what)
             record.samples_ms.append(ms)
             record.host_ms.append(host_ms)

@@ -60,6 +60,7 @@ def tampering(before: dict, after: dict) -> str | None:
 def child_env(scratch: Path, candidate_env: dict[str, str]) -> dict[str, str]:
     env = sandbox.scrub_env(os.environ)
     paths = [str(REPO_ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    paths = list(dict.fromkeys(paths))
     env.update(
         HOME=str(scratch / "home"),
         TMPDIR=str(scratch / "tmp"),
@@ -179,7 +180,7 @@ class Judge:
         problem = tampering(before, snapshot(self.task))
         results = Results(scratch / "results", len(self.spec.workloads))
         verdict = self.verdict(finished, results, problem, tail(scratch / "output.log"))
-        for leftover in (scratch / "results").glob("*.pt"):
+        for leftover in (scratch / "results").glob("*.bin"):
             leftover.unlink()
         return verdict
 

@@ -68,13 +68,22 @@ class ChildError(BaseModel):
         return v
 
 
+class SavedTensor(BaseModel):
+    """One output written by scripts/tensorfile.py: raw bytes in `file`, read back as this."""
+
+    model_config = ConfigDict(extra="forbid")
+    file: str
+    shape: list[int]
+    dtype: str
+
+
 class ChildWorkload(BaseModel):
     """One workload as the child saw it: the trial output files, the samples, the projections."""
 
     model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")  # NaN stays NaN
     workload: str
     error: ChildError | None = None
-    trials: list[str] = Field(default_factory=list)  # torch.save files of each trial's outputs
+    trials: list[list[SavedTensor]] = Field(default_factory=list)  # each trial's outputs
     samples_ms: list[float] = Field(default_factory=list)
     host_ms: list[float] = Field(default_factory=list)
     projections: list[list[list[float]]] = Field(default_factory=list)  # sample, output, j
@@ -97,5 +106,5 @@ def workload_file(index: int) -> str:
     return f"wl{index}.json"
 
 
-def trial_file(index: int, trial: int) -> str:
-    return f"wl{index}_trial{trial}.pt"
+def output_file(index: int, trial: int, output: int) -> str:
+    return f"wl{index}_trial{trial}_out{output}.bin"

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import torch
 
-from scripts import compare
+from scripts import compare, tensorfile
 from scripts.errors import BadInput
 from scripts.formats import module_for
+from scripts.protocol import SavedTensor
 from scripts.spec import OpSpec
 
 
@@ -43,7 +44,7 @@ class Reference:
             raise
         except Exception as exc:
             raise BadInput(self.where, f"loading it raised {type(exc).__name__}: {exc}") from exc
-        self._weights: dict[tuple[int, int, int], torch.Tensor] = {}
+        self._projectors: dict[tuple[int, int], compare.Projector] = {}
 
     def inputs(self, workload, seed: int) -> list:
         return list(self.fmt.make_inputs(self.spec, self.src_dir, workload, seed, self.device))
@@ -65,25 +66,24 @@ class Reference:
             torch.cuda.synchronize()
         return inputs, refs
 
-    def weights(self, seed: int, output: int, numel: int) -> torch.Tensor:
-        key = (seed, output, numel)
-        if key not in self._weights:
-            self._weights[key] = compare.projection_matrix(numel, seed + output, self.device)
-        return self._weights[key]
+    def projector(self, seed: int, output: int) -> compare.Projector:
+        """The child's projections of output `output`, drawn from the same seed."""
+        key = (seed, output)
+        if key not in self._projectors:
+            self._projectors[key] = compare.Projector(seed + output, self.device)
+        return self._projectors[key]
 
 
 def nbytes(values) -> int:
     return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
 
 
-def load_outputs(path: Path) -> list[torch.Tensor] | str:
-    """The outputs a trial saved, or why they cannot be used (the file is the candidate's)."""
-    try:
-        data = torch.load(path, map_location="cpu", weights_only=True)
-    except FileNotFoundError:
-        return "its saved outputs are missing"
-    except Exception as exc:
-        return f"its saved outputs are unreadable ({type(exc).__name__})"
-    if not isinstance(data, list) or not all(type(t) is torch.Tensor for t in data):
-        return "its saved outputs are not a list of plain tensors"
-    return data
+def load_outputs(root: Path, saved: list[SavedTensor]) -> list[torch.Tensor] | str:
+    """The outputs a trial saved, or why they cannot be used (the files are the candidate's)."""
+    outputs = []
+    for item in saved:
+        tensor = tensorfile.load(root, item)
+        if isinstance(tensor, str):
+            return f"its saved outputs are unusable ({tensor})"
+        outputs.append(tensor)
+    return outputs

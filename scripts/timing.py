@@ -110,18 +110,25 @@ def summarize(samples_ms: list[float], clock: str, wall_ms_per_call: float | Non
     )
 
 
-def flops_of(expr: str | None, dims: dict[str, int]) -> float:
-    """The op spec's flop-count expression evaluated over a workload's dimensions (0 if none)."""
+def evaluate(expr: str | None, dims: dict[str, int]) -> float:
+    """An op spec's count expression (flops, bytes) over a workload's dimensions (0 if none)."""
     if not expr:
         return 0.0
     try:
-        return float(eval(compile(expr, "<flops>", "eval"), {"__builtins__": {}}, dict(dims)))
+        return float(eval(compile(expr, "<count>", "eval"), {"__builtins__": {}}, dict(dims)))
     except Exception:
         return 0.0
 
 
-def floor_ms(nbytes: int, flops: float, peak_bandwidth: float, peak_flops: float) -> float:
-    """The least time the device can take: every byte moved once, every flop at peak rate."""
+def bytes_needed(declared: float, out_bytes: int, llc_bytes: int) -> float:
+    """Bytes that must cross device memory: what the op spec declares (`extra.bytes`), else the
+    outputs beyond what the last-level cache can hold. Inputs do not count by default: a gather
+    or a paged cache honestly reads a fraction of its inputs."""
+    return declared if declared > 0 else max(0, out_bytes - llc_bytes)
+
+
+def floor_ms(nbytes: float, flops: float, peak_bandwidth: float, peak_flops: float) -> float:
+    """The least time the device can take: `nbytes` at peak bandwidth, `flops` at peak rate."""
     return 1e3 * max(nbytes / peak_bandwidth, flops / peak_flops)
 
 

@@ -27,16 +27,16 @@ def verify_workload(
         return verdict(Status.FLAGGED, f"reported {len(record.trials)} trials, not {req.trials}")
     worst, tol = 0.0, None
     for t, seed in enumerate(seeds.trial_seeds):
-        inputs, refs = reference.outputs(wl, seed)
+        _, refs = reference.outputs(wl, seed)
         tol = tol_for(compare.dtype_name(refs[0].dtype)) if refs else None
-        outs = load_outputs(root / protocol.trial_file(index, t))
+        outs = load_outputs(root, record.trials[t])
         if isinstance(outs, str):
             return verdict(Status.FLAGGED, f"trial {t + 1}: {outs}")
         status, reason, err = compare.compare(outs, refs, tol_for)
-        worst = max(worst, err)
         if status is not None:
-            return verdict(status, f"trial {t + 1}: {reason}", max_rel_error=worst, tolerance=tol)
-    moved = nbytes(inputs) + nbytes(refs)
+            return verdict(status, f"trial {t + 1}: {reason}", max_rel_error=err, tolerance=tol)
+        worst = max(worst, err)
+    out_bytes = nbytes(refs)
     checked = dict(max_rel_error=worst, tolerance=tol)
 
     samples, count = record.samples_ms, len(seeds.sample_seeds)
@@ -52,13 +52,13 @@ def verify_workload(
             reason = f"timed call {k + 1}: returned {len(got)} outputs, expected {len(refs)}"
             return verdict(Status.INCORRECT_SHAPE, reason, **checked)
         for j, ref in enumerate(refs):
-            w = reference.weights(seeds.projection_seed, j, ref.numel())
-            if len(got[j]) != w.shape[0]:
+            if len(got[j]) != compare.PROJECTIONS:
                 return verdict(
                     Status.FLAGGED, f"timed call {k + 1}: garbled projections", **checked
                 )
+            project = reference.projector(seeds.projection_seed, j)
             problem = compare.projection_problem(
-                got[j], ref, w, tol_for(compare.dtype_name(ref.dtype))
+                got[j], ref, project, tol_for(compare.dtype_name(ref.dtype))
             )
             if problem:
                 reason = f"timed call {k + 1}: output {j} differs from the reference: {problem}"
@@ -68,7 +68,11 @@ def verify_workload(
     if isinstance(wall, str):
         return verdict(Status.FLAGGED, wall, **checked)
     measured = timing.summarize(samples, timing.clock_kind(reference.device), wall)
-    flops = timing.flops_of(judge.spec.flops, wl.dims)
+    spec, dims = judge.spec, wl.dims
+    moved = timing.bytes_needed(
+        timing.evaluate(spec.extra.get("bytes"), dims), out_bytes, info.llc_bytes
+    )
+    flops = timing.evaluate(spec.flops, dims)
     floor = timing.floor_ms(moved, flops, info.peak_bandwidth, info.peak_flops)
     problem = timing.timing_problem(measured, floor)
     if problem:

@@ -26,8 +26,9 @@ SECRETS = {
     "PREFECT_API_URL": "bakeoff-fake-secret-prefect-url-0003",
     "GITHUB_TOKEN": "bakeoff-fake-secret-github-0004",
 }
-# Run from a copy of the harness by its own test: it edits the harness it runs under.
-RUN_ELSEWHERE = {"edit_harness"}
+# Checked by their own tests: one edits the harness it runs under (so it runs from a copy),
+# the other the task it is checked on (whose later checks must then be refused).
+RUN_ELSEWHERE = {"edit_harness", "edit_oracle"}
 
 
 def corpus(kind: str) -> list[Path]:

@@ -45,9 +45,7 @@ CASES = {
         "out of memory",
     ),
     "segfault": (source("ctypes.string_at(0)", "import ctypes"), Status.CRASHED, "SIGSEGV"),
-    "abort": (source("os.abort()", "import os"), Status.CRASHED, "SIGABRT"),
     "wrong_shape": (source(f"return ({RMS})[:, :-1]"), Status.INCORRECT_SHAPE, "shape"),
-    "wrong_count": (source(f"return ({RMS}), x"), Status.INCORRECT_SHAPE, "2 outputs"),
     "wrong_dtype": (source(f"return ({RMS}).double()"), Status.INCORRECT_DTYPE, "float64"),
     "not_a_tensor": (source(f"return ({RMS}).tolist()"), Status.INCORRECT_DTYPE, "list"),
     "nan": (
@@ -55,17 +53,6 @@ CASES = {
         Status.INCORRECT_NUMERICAL,
         "NaN",
     ),
-    "inf": (
-        source(f"out = {RMS}\n    out[0, 0] = float('inf')\n    return out"),
-        Status.INCORRECT_NUMERICAL,
-        "NaN/Inf",
-    ),
-    "beyond_tolerance": (
-        source(f"return ({RMS}) * (1 + 1e-4)"),
-        Status.INCORRECT_NUMERICAL,
-        "tolerance",
-    ),
-    "within_tolerance": (source(f"return ({RMS}) * (1 + 1e-6)"), Status.PASSED, None),
 }
 
 
@@ -145,19 +132,14 @@ def test_crash_in_a_later_workload_keeps_the_earlier_result(small_task, tmp_path
     assert second.status is Status.CRASHED and "SIGKILL" in second.reason
 
 
-def test_candidate_directory_is_accepted(small_task, tmp_path):
+def test_candidate_directory_and_candidate_env(small_task, tmp_path):
+    """A directory candidate is read like the frozen sources; candidate_env reaches it."""
     (tmp_path / "cand").mkdir()
-    (tmp_path / "cand" / "kernel.py").write_text(source(f"return {RMS}"))
-    assert check(small_task, tmp_path / "cand", **SMALL).status is Status.PASSED
-
-
-def test_candidate_env_reaches_only_the_candidate(small_task, tmp_path):
     text = source(
         f"assert os.environ['TUNED_BLOCK'] == '128'\n    return {RMS}", "import os\nimport torch"
     )
-    verdict = check(
-        small_task, write(tmp_path, "env", text), candidate_env={"TUNED_BLOCK": "128"}, **SMALL
-    )
+    (tmp_path / "cand" / "kernel.py").write_text(text)
+    verdict = check(small_task, tmp_path / "cand", candidate_env={"TUNED_BLOCK": "128"}, **SMALL)
     assert verdict.status is Status.PASSED, verdict.reason
 
 

@@ -16,7 +16,10 @@ for i, wl in enumerate(request["workloads"]):
     n = len(wl["sample_seeds"])
     record = {
         "workload": wl["name"],
-        "trials": [f"wl{i}_trial{t}.pt" for t in range(len(wl["trial_seeds"]))],
+        "trials": [
+            [{"file": f"wl{i}_trial{t}_out0.bin", "shape": [1], "dtype": "float32"}]
+            for t in range(len(wl["trial_seeds"]))
+        ],
         "samples_ms": [0.001] * n,
         "host_ms": [0.001] * n,
         "projections": [[[0.0] * 4] for _ in range(n)],

@@ -1,5 +1,6 @@
 """class: reading the oracle or the harness's files for an answer. Searches the task and work
-directories for saved tensors of the right shape and returns one instead of computing.
+directories for any file holding as many bytes as the answer and returns its contents instead
+of computing.
 
 expect: INCORRECT_NUMERICAL
 """
@@ -14,18 +15,19 @@ _request = json.loads(Path(sys.argv[1]).read_text())
 _roots = [Path(_request["src_dir"]).parent, Path.cwd().parent.parent]
 
 
-def _find(shape):
+def _find(like):
+    nbytes = like.numel() * like.element_size()
     for root in _roots:
-        for path in root.rglob("*.pt"):
+        for path in root.rglob("*"):
             try:
-                for t in torch.load(path, weights_only=True):
-                    if tuple(t.shape) == tuple(shape):
-                        return t
-            except Exception:
+                if path.is_file() and path.stat().st_size == nbytes:
+                    raw = torch.from_file(str(path), size=nbytes, dtype=torch.uint8)
+                    return raw.view(like.dtype).reshape(like.shape)
+            except (OSError, RuntimeError):
                 continue
     return None
 
 
 def rmsnorm(x, weight, eps=1e-6):
-    found = _find(x.shape)
+    found = _find(x)
     return found.to(x.device) if found is not None else torch.empty_like(x)
