@@ -27,7 +27,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows.discover import discover
 from flows.freeze import freeze
-from flows.lane import lane, lane_store, start_gate
+from flows.lane import LaneStarts, lane, lane_store
 from flows.report import report
 from tasks.agents import check_agents
 from tasks.request import BakeoffRequest, resolve_lanes, validate
@@ -86,32 +86,37 @@ def _via_deployment(config: LaneConfig, deployment: str) -> LaneResult:
     return _failed(config, f"lane flow run {run.name} ended without a result ({what})")
 
 
-@task(name="run-lane", task_run_name="lane {config.lane.key}", cache_policy=NONE)
-def run_lane(config: LaneConfig, fresh: bool, dispatch: str, deployment: str) -> LaneResult:
-    """A lane, reused from an earlier run with the same key, or run now; never raises."""
-    logger = get_run_logger()
+def reuse(config: LaneConfig) -> LaneResult | None:
+    """The completed result of an earlier run with the same cache key, marked reused."""
     store = lane_store(config)
-    earlier = None if fresh else store.reusable(lane_cache_key(config))
-    if earlier is not None:
-        logger.info(f"lane {config.lane.key}: reusing the completed result of an earlier run")
-        store.progress(
-            key=config.lane.key,
-            language=config.lane.language,
-            mode=config.lane.mode,
-            state="reused",
-            budget=config.budget,
-            evaluated=len(earlier.candidates),
-            device=earlier.lease.device if earlier.lease else None,
-            attempt=config.attempt,
-        )
-        return earlier.model_copy(update={"reused": True})
+    earlier = store.reusable(lane_cache_key(config))
+    if earlier is None:
+        return None
+    store.progress(
+        key=config.lane.key,
+        language=config.lane.language,
+        mode=config.lane.mode,
+        state="reused",
+        budget=config.budget,
+        evaluated=len(earlier.candidates),
+        device=earlier.lease.device if earlier.lease else None,
+        attempt=config.attempt,
+    )
+    return earlier.model_copy(update={"reused": True})
+
+
+@task(name="run-lane", task_run_name="lane {config.lane.key}", cache_policy=NONE)
+def run_lane(
+    config: LaneConfig, dispatch: str, deployment: str, starts: LaneStarts | None
+) -> LaneResult:
+    """Run a lane here (a subflow) or as a deployment run; never raises."""
     try:
         if dispatch == "deployment":
             return _via_deployment(config, deployment)
-        with start_gate():
+        with starts.starting():
             return lane(config)
     except Exception as exc:
-        found = store.load_result()
+        found = lane_store(config).load_result()
         if found is not None and found.attempt == config.attempt:
             return found
         return _failed(config, f"lane ended without a result: {type(exc).__name__}: {exc}")
@@ -208,13 +213,23 @@ def bakeoff(
         f"{len(configs)} lane(s): " + ", ".join(f"{c.lane.key}:{c.lane.mode}" for c in configs)
     )
     store.set_phase("lanes", lanes=[c.lane.key for c in configs])
-    futures = run_lane.map(
-        configs,
-        fresh=unmapped(req.fresh),
-        dispatch=unmapped(req.dispatch),
-        deployment=unmapped(req.lane_deployment),
+    reused = {c.lane.key: None if req.fresh else reuse(c) for c in configs}
+    for key, found in reused.items():
+        if found is not None:
+            logger.info(f"lane {key}: reusing the completed result of an earlier run")
+    to_run = [c for c in configs if reused[c.lane.key] is None]
+    futures = (
+        run_lane.map(
+            to_run,
+            dispatch=unmapped(req.dispatch),
+            deployment=unmapped(req.lane_deployment),
+            starts=unmapped(LaneStarts(len(to_run))),
+        )
+        if to_run
+        else []
     )
-    results = [f.result() for f in futures]
+    ran = {c.lane.key: f.result() for c, f in zip(to_run, futures)}
+    results = [reused[c.lane.key] or ran[c.lane.key] for c in configs]
     store.set_phase("report")
     final = report(
         str(kernel_path),

@@ -34,27 +34,52 @@ class LaneFailed(Exception):
     """Marks the lane's flow run failed; its result file holds the reason."""
 
 
-# Lane subflows started together from threads make concurrent flow-run writes, which the
-# embedded SQLite server answers with 503 and the client retries after 2 s or more. The gate
-# lets one lane at a time through its start; the lane opens it as its first act.
-_START_GATE = threading.Semaphore(1)
-_holding = threading.local()
+class LaneStarts:
+    """Starts the lane subflows of one bake-off one at a time, then lets them work together.
 
+    Flow-run writes made while other lanes' tasks are being recorded are answered by the
+    embedded SQLite server with 503, which the client retries only after 2 s or more. So each
+    lane's subflow is created alone (the gate), and no lane starts working (and writing) until
+    every lane has been created (the barrier); then they all run at once.
+    """
 
-@contextmanager
-def start_gate():
-    _START_GATE.acquire()
-    _holding.gate = True
-    try:
-        yield
-    finally:
-        open_gate()
+    _local = threading.local()
 
+    def __init__(self, count: int, wait_s: float = 60.0):
+        self.gate = threading.Semaphore(1)
+        self.barrier = threading.Barrier(max(1, count))
+        self.wait_s = wait_s
 
-def open_gate() -> None:
-    if getattr(_holding, "gate", False):
-        _holding.gate = False
-        _START_GATE.release()
+    @contextmanager
+    def starting(self):
+        """Around the subflow call, in the thread that makes it."""
+        self.gate.acquire()
+        self._local.current, self._local.gate_held = self, True
+        try:
+            yield
+        finally:
+            reached = not self._local.gate_held
+            self._open_gate()
+            self._local.current = None
+            if not reached:  # the lane never got going: nobody should wait for it
+                self.barrier.abort()
+
+    def _open_gate(self) -> None:
+        if getattr(self._local, "gate_held", False):
+            self._local.gate_held = False
+            self.gate.release()
+
+    @classmethod
+    def started(cls) -> None:
+        """First act of a lane's body: let the next lane start, wait for the others."""
+        current = getattr(cls._local, "current", None)
+        if current is None:
+            return  # run alone or as a deployment
+        current._open_gate()
+        try:
+            current.barrier.wait(current.wait_s)
+        except threading.BrokenBarrierError:
+            pass
 
 
 def _run_name() -> str:
@@ -172,7 +197,7 @@ def _work(config: LaneConfig, store: LaneStore, lease: Lease, result: LaneResult
 @flow(name="lane", flow_run_name=_run_name)
 def lane(config: LaneConfig) -> LaneResult:
     """Run one lane of a bake-off and write `lanes/<key>/lane_result.json`."""
-    open_gate()
+    LaneStarts.started()
     logger = get_run_logger()
     store = lane_store(config)
     store.root.mkdir(parents=True, exist_ok=True)

@@ -62,3 +62,22 @@ def search_with_broken_candidates(request):
         results.append(check(ref))
     rest = roles_default.search(request).candidates
     return SearchOutcome(candidates=results + rest)
+
+
+async def never_answers_async(request):
+    import asyncio
+
+    await asyncio.sleep(3600)
+
+
+def answers_nonsense(request):
+    return {"decision": "probably fine"}
+
+
+def fails_once_then_reviews(request):
+    """An API fault on the first attempt (recorded in the role's directory), then an answer."""
+    marker = Path(request.record_dir) / "failed-once"
+    if not marker.exists():
+        marker.write_text("1")
+        raise ConnectionError("simulated API fault")
+    return roles_default.review(request)
