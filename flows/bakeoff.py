@@ -16,14 +16,16 @@ Run as `python -m flows.bakeoff KERNEL_PATH [MODE]`, or `bakeoff run` (flows/cli
 
 from __future__ import annotations
 
+import contextvars
 import sys
 import uuid
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
-from prefect import flow, get_run_logger, task, unmapped
-from prefect.cache_policies import NONE
+from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
-from prefect.task_runners import ThreadPoolTaskRunner
+from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
 from flows.discover import discover
 from flows.freeze import freeze
@@ -34,7 +36,7 @@ from tasks.request import BakeoffRequest, resolve_lanes, validate
 from tasks.results import LaneConfig, LaneResult, Report
 from tasks.run_store import RunStore, default_run_dir, lane_cache_key, now
 
-MAX_LANES_AT_ONCE = 64
+MAX_LANES_AT_ONCE = 64  # lanes beyond the devices wait for a lease anyway
 
 
 def _run_name() -> str:
@@ -105,7 +107,6 @@ def reuse(config: LaneConfig) -> LaneResult | None:
     return earlier.model_copy(update={"reused": True})
 
 
-@task(name="run-lane", task_run_name="lane {config.lane.key}", cache_policy=NONE)
 def run_lane(
     config: LaneConfig, dispatch: str, deployment: str, starts: LaneStarts | None
 ) -> LaneResult:
@@ -122,11 +123,90 @@ def run_lane(
         return _failed(config, f"lane ended without a result: {type(exc).__name__}: {exc}")
 
 
-@flow(
-    name="bakeoff",
-    flow_run_name=_run_name,
-    task_runner=ThreadPoolTaskRunner(max_workers=MAX_LANES_AT_ONCE),
-)
+@contextmanager
+def subflows_without_heartbeats():
+    """Subflows and lanes started inside run without flow-run heartbeats.
+
+    They run in this process, whose own flow run's heartbeat already tells the server it is
+    alive, and Prefect 3.9 makes every sync flow run wait up to 1 s for its heartbeat thread
+    when it ends: a second per subflow, per lane, for nothing.
+    """
+    with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+        yield
+
+
+def _discover(req: BakeoffRequest, frozen, run_root: Path, warnings: list[str]):
+    try:
+        return discover(
+            frozen.task_dir,
+            str(run_root),
+            op=frozen.op,
+            backends=req.backends,
+            pool=req.pool,
+            agents=req.agents,
+            check_timeout_s=req.check_timeout_s,
+            samples=req.samples,
+            agent_timeout_s=req.agent_timeout_s,
+            agent_retries=req.agent_retries,
+            fresh=req.fresh,
+        )
+    except Exception as exc:
+        warnings.append(f"Discover failed ({type(exc).__name__}: {exc}); planned without it")
+        return None
+
+
+def _configs(req: BakeoffRequest, frozen, specs, run_root: Path, attempt: str):
+    return [
+        LaneConfig(
+            run_dir=str(run_root),
+            task_dir=frozen.task_dir,
+            oracle_sha256=frozen.oracle_sha256,
+            lane=spec,
+            budget=req.budget,
+            lane_timeout_s=req.lane_timeout_s,
+            check_timeout_s=req.check_timeout_s,
+            samples=req.samples,
+            strategy=req.strategy,
+            agents=req.agents,
+            agent_timeout_s=req.agent_timeout_s,
+            agent_retries=req.agent_retries,
+            pool=req.pool,
+            pin_index=i,
+            attempt=attempt,
+        )
+        for i, spec in enumerate(specs)
+    ]
+
+
+def _run_lanes(req: BakeoffRequest, configs: list[LaneConfig], logger) -> list[LaneResult]:
+    """Every lane's result, in order: reused ones as they were, the others run now."""
+    reused = {c.lane.key: None if req.fresh else reuse(c) for c in configs}
+    for key, found in reused.items():
+        if found is not None:
+            logger.info(f"lane {key}: reusing the completed result of an earlier run")
+    to_run = [c for c in configs if reused[c.lane.key] is None]
+    starts = LaneStarts(len(to_run))
+    # Plain threads, each with this flow run's context, so every lane is a subflow of it. A
+    # Prefect task around each lane would add a burst of task-run writes just as the lane
+    # subflows are created, which the embedded SQLite server answers with 2 s retries.
+    workers = max(1, min(len(to_run), MAX_LANES_AT_ONCE))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lane") as pool:
+        futures = [
+            pool.submit(
+                contextvars.copy_context().run,
+                run_lane,
+                c,
+                req.dispatch,
+                req.lane_deployment,
+                starts,
+            )
+            for c in to_run
+        ]
+        ran = {c.lane.key: f.result() for c, f in zip(to_run, futures)}
+    return [reused[c.lane.key] or ran[c.lane.key] for c in configs]
+
+
+@flow(name="bakeoff", flow_run_name=_run_name)
 def bakeoff(
     kernel_path: str,
     mode: str = "optimize",
@@ -158,89 +238,39 @@ def bakeoff(
     store = RunStore(run_root)
     attempt = str(flow_run.id or uuid.uuid4())
     store.set_phase("freeze", reset=True, attempt=attempt, mode=req.mode, lanes=[])
-    pool = req.pool
-    frozen = freeze(str(Path(kernel_path).resolve()), str(store.task_dir), pool)
-    discovered, warnings = None, []
-    if req.mode == "bakeoff":
-        store.set_phase("discover")
-        try:
-            discovered = discover(
-                frozen.task_dir,
-                str(run_root),
-                op=frozen.op,
-                backends=req.backends,
-                pool=pool,
-                agents=req.agents,
-                check_timeout_s=req.check_timeout_s,
-                samples=req.samples,
-                agent_timeout_s=req.agent_timeout_s,
-                agent_retries=req.agent_retries,
-                fresh=req.fresh,
-            )
-        except Exception as exc:
-            warnings.append(f"Discover failed ({type(exc).__name__}: {exc}); planned without it")
-    specs, plan_warnings = resolve_lanes(
-        frozen.language,
-        req.mode,
-        target_language=req.target_language,
-        backends=req.backends,
-        plan=discovered.plan if discovered else None,
-    )
-    warnings += plan_warnings
-    for w in warnings:
-        logger.warning(w)
-    configs = [
-        LaneConfig(
-            run_dir=str(run_root),
-            task_dir=frozen.task_dir,
-            oracle_sha256=frozen.oracle_sha256,
-            lane=spec,
-            budget=req.budget,
-            lane_timeout_s=req.lane_timeout_s,
-            check_timeout_s=req.check_timeout_s,
-            samples=req.samples,
-            strategy=req.strategy,
-            agents=req.agents,
-            agent_timeout_s=req.agent_timeout_s,
-            agent_retries=req.agent_retries,
-            pool=pool,
-            pin_index=i,
-            attempt=attempt,
+    with subflows_without_heartbeats():
+        frozen = freeze(str(Path(kernel_path).resolve()), str(store.task_dir), req.pool)
+        discovered, warnings = None, []
+        if req.mode == "bakeoff":
+            store.set_phase("discover")
+            discovered = _discover(req, frozen, run_root, warnings)
+        specs, plan_warnings = resolve_lanes(
+            frozen.language,
+            req.mode,
+            target_language=req.target_language,
+            backends=req.backends,
+            plan=discovered.plan if discovered else None,
         )
-        for i, spec in enumerate(specs)
-    ]
-    logger.info(
-        f"{len(configs)} lane(s): " + ", ".join(f"{c.lane.key}:{c.lane.mode}" for c in configs)
-    )
-    store.set_phase("lanes", lanes=[c.lane.key for c in configs])
-    reused = {c.lane.key: None if req.fresh else reuse(c) for c in configs}
-    for key, found in reused.items():
-        if found is not None:
-            logger.info(f"lane {key}: reusing the completed result of an earlier run")
-    to_run = [c for c in configs if reused[c.lane.key] is None]
-    futures = (
-        run_lane.map(
-            to_run,
-            dispatch=unmapped(req.dispatch),
-            deployment=unmapped(req.lane_deployment),
-            starts=unmapped(LaneStarts(len(to_run))),
+        warnings += plan_warnings
+        for w in warnings:
+            logger.warning(w)
+        configs = _configs(req, frozen, specs, run_root, attempt)
+        logger.info(
+            f"{len(configs)} lane(s): " + ", ".join(f"{c.lane.key}:{c.lane.mode}" for c in configs)
         )
-        if to_run
-        else []
-    )
-    ran = {c.lane.key: f.result() for c, f in zip(to_run, futures)}
-    results = [reused[c.lane.key] or ran[c.lane.key] for c in configs]
-    store.set_phase("report")
-    final = report(
-        str(kernel_path),
-        frozen.op,
-        req.mode,
-        str(run_root),
-        frozen.task_dir,
-        results,
-        discovered,
-        warnings,
-    )
+        store.set_phase("lanes", lanes=[c.lane.key for c in configs])
+        results = _run_lanes(req, configs, logger)
+        store.set_phase("report")
+        final = report(
+            str(kernel_path),
+            frozen.op,
+            req.mode,
+            str(run_root),
+            frozen.task_dir,
+            results,
+            discovered,
+            warnings,
+        )
     store.set_phase("done", report=final.report_path)
     return final
 

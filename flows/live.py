@@ -122,10 +122,11 @@ def ranking_table(report: Report) -> Table:
 
 
 def _run_flow(params: dict, out: dict) -> None:
-    from flows.bakeoff import bakeoff
+    from flows.bakeoff import bakeoff, subflows_without_heartbeats
 
     try:
-        out["report"] = bakeoff(**params)
+        with subflows_without_heartbeats():  # the embedded server lives and dies with us
+            out["report"] = bakeoff(**params)
     except BaseException as exc:  # handed to the main thread
         out["error"] = exc
 

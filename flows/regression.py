@@ -17,7 +17,7 @@ import tomllib
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 
-from flows.bakeoff import bakeoff
+from flows.bakeoff import bakeoff, subflows_without_heartbeats
 from scripts.errors import BadInput
 from tasks.render import render
 
@@ -68,9 +68,10 @@ def regression(
         row = {"kernel": name, "mode": entry.get("mode", "optimize"), "status": "completed"}
         row.update(reason="", winner=None, speedup=None, lanes="", report="")
         try:
-            rep = bakeoff(
-                **entry, runs_root=str(night), gpu_ids=gpu_ids, gpu_mode=gpu_mode, fresh=True
-            )
+            with subflows_without_heartbeats():
+                rep = bakeoff(
+                    **entry, runs_root=str(night), gpu_ids=gpu_ids, gpu_mode=gpu_mode, fresh=True
+                )
         except Exception as exc:
             row.update(status="failed", reason=f"{type(exc).__name__}: {exc}")
             logger.error(f"{name}: {row['reason']}")

@@ -60,7 +60,7 @@ def spans(result):
 
 
 def test_full_run_overlaps_lanes_reports_and_second_run_reuses(tmp_path, env):
-    args = ("run", KERNEL, "--mode", "bakeoff", "--budget", "2", "--json")
+    args = ("run", KERNEL, "--mode", "bakeoff", "--budget", "1", "--json")
     first = run_cli(*args, "--runs-root", str(tmp_path / "runs"), env=env)
     assert first.returncode == 0, first.stderr[-3000:]
     result = json.loads(first.stdout)

@@ -68,6 +68,8 @@ def wait_for(predicate, timeout: float, what: str, proc=None):
 def postgres():
     initdb, pg_ctl = pg_bin("initdb"), pg_bin("pg_ctl")
     if not (initdb and pg_ctl):
+        if os.environ.get("CI"):
+            pytest.fail("CI must have PostgreSQL's server binaries (.ci/run installs them)")
         pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) are not installed here")
     root = Path(tempfile.mkdtemp(prefix="bakeoff-pg-"))
     if os.geteuid() == 0:
