@@ -55,7 +55,8 @@ def check(
         )
     )
     env = {k: os.environ[k] for k in KEEP_ENV if k in os.environ}
-    env.update(HOME=str(workdir), PYTHONPATH=str(ROOT), **(device_env or {}))
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    env.update(HOME=str(workdir), PYTHONPATH=path, **(device_env or {}))
     env.update(candidate_env or {})
     log = workdir / "output.log"
     started = time.monotonic()

@@ -42,7 +42,8 @@ def freeze_isolated(
 
 def _freeze_in_subprocess(kernel_path: Path, out: Path, pool, timeout_s: float) -> Path:
     with DevicePool.from_config(pool or PoolConfig()).lease(f"freeze {kernel_path.name}") as lease:
-        env = {**os.environ, **lease.env, "PYTHONPATH": str(ROOT)}
+        path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+        env = {**os.environ, **lease.env, "PYTHONPATH": path}
         proc = subprocess.run(
             [sys.executable, "-m", "flows.cli", "freeze", str(kernel_path), "--out", str(out)],
             cwd=ROOT,
