@@ -6,4 +6,5 @@ cd "$(dirname "$0")"
 bash scripts/setup_env.sh
 example="${1:-examples/rmsnorm_torch}"
 shift || true
-exec .venv/bin/bakeoff freeze "$example" --out "runs/tasks/$(basename "$example")-quickstart" "$@"
+export PREFECT_SERVER_ANALYTICS_ENABLED=false
+exec .venv/bin/bakeoff run "$example" --mode bakeoff "$@"

@@ -117,9 +117,6 @@ def cmd_list(args) -> int:
     return 0
 
 
-COMMANDS = {"freeze": cmd_freeze, "check": cmd_check, "list": cmd_list}
-
-
 def _positive(kind):
     def parse(text: str):
         value = kind(text)
@@ -129,6 +126,36 @@ def _positive(kind):
 
     parse.__name__ = kind.__name__
     return parse
+
+
+def _csv(value: str | None) -> list[str] | None:
+    return None if value is None else [part.strip() for part in value.split(",") if part.strip()]
+
+
+def cmd_run(args) -> int:
+    from flows.live import run  # Prefect loads only after the request has been checked
+    from tasks.request import BakeoffRequest
+
+    request = BakeoffRequest(
+        kernel_path=args.kernel_path,
+        mode=args.mode,
+        target_language=args.target_language,
+        backends=_csv(args.backends),
+        budget=args.budget,
+        gpu_ids=_csv(args.gpu_ids),
+        gpu_mode=args.gpu_mode,
+        cpu_slots=args.cpu_slots,
+        fresh=args.fresh,
+        run_dir=args.run_dir,
+        runs_root=args.runs_root,
+        lane_timeout_s=args.lane_timeout,
+        check_timeout_s=args.check_timeout,
+        samples=args.samples,
+    )
+    return run(request, as_json=args.json, debug=args.debug)
+
+
+COMMANDS = {"freeze": cmd_freeze, "check": cmd_check, "list": cmd_list, "run": cmd_run}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -170,6 +197,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("trace_set", help="trace-set root (holds definitions/ and workloads/)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+
+    p = sub.add_parser(
+        "run", help="run a bake-off in this process (Prefect's embedded server), live progress"
+    )
+    p.add_argument("kernel_path", help="op directory, KernelBench problem .py, or trace-set op")
+    p.add_argument(
+        "--mode", default="optimize", help="optimize (default) | author | bakeoff (all lanes)"
+    )
+    p.add_argument("--target-language", help="author mode: the language to write the op in")
+    p.add_argument("--backends", help="bakeoff mode: comma-separated languages to add as lanes")
+    p.add_argument("--budget", type=int, default=4, help="candidates each lane may check")
+    p.add_argument("--gpu-ids", help="comma-separated device ids (default: every device here)")
+    p.add_argument("--gpu-mode", default="pool", help="pool (any free device) | pin (lane i->i)")
+    p.add_argument("--cpu-slots", type=int, help="lanes at once on a host without GPUs")
+    p.add_argument("--fresh", action="store_true", help="re-run every lane, reuse nothing")
+    p.add_argument("--run-dir", help="run directory (default runs/<op>-<input hash>)")
+    p.add_argument("--runs-root", default="runs", help="where default run directories go")
+    p.add_argument("--lane-timeout", type=float, default=3600.0, help="seconds per lane")
+    p.add_argument("--check-timeout", type=float, default=300.0, help="seconds per check")
+    p.add_argument("--samples", type=int, help="timed samples per workload")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
     return parser
 
 
@@ -183,6 +231,11 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         print(f"bakeoff {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except Exception as exc:
+        if args.debug or args.command != "run":
+            raise
+        print(f"bakeoff run: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

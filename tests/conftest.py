@@ -1,6 +1,7 @@
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,8 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+# Prefect reads PREFECT_HOME when it is imported: a throwaway one for the session.
+os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="bakeoff-prefect-home-"))
 try:
     import torch
 
@@ -38,3 +41,12 @@ def frozen_rmsnorm(tmp_path_factory) -> Path:
     from scripts.freeze import freeze
 
     return freeze(EXAMPLES / "rmsnorm_torch", tmp_path_factory.mktemp("tasks") / "rmsnorm")
+
+
+@pytest.fixture(scope="session")
+def prefect_api():
+    """A temporary Prefect server (own SQLite database) for flows run in the test process."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=60):
+        yield

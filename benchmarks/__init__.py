@@ -1,0 +1,1 @@
+"""Benchmarks: measured figures with the hardware and the command that produced them."""

@@ -1,0 +1,280 @@
+"""The bake-off dispatcher: the one entry point, for every mode.
+
+    optimize  one lane in the input's own language (the default)
+    author    one lane in `target_language`, written from scratch
+    bakeoff   Freeze -> Discover -> every lane in parallel over the device pool -> Report
+
+Every mode freezes the input first (lanes check against the frozen task) and ends with the
+report. In bakeoff mode the input's language always competes first as an optimize lane;
+`backends` only adds lanes; otherwise Discover's plan decides. Lanes run as subflows in
+threads of this process (`dispatch="local"`), at most one per device, or as runs of a lane
+deployment served by GPU workers on other hosts (`dispatch="deployment"`). A lane whose
+result from an earlier run has the same cache key is reused unless `fresh`.
+
+Run as `python -m flows.bakeoff KERNEL_PATH [MODE]`, or `bakeoff run` (flows/cli.py).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import sys
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+
+from prefect import flow, get_run_logger
+from prefect.runtime import flow_run
+from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+
+from flows.discover import discover
+from flows.freeze import freeze
+from flows.lane import LaneStarts, lane, lane_store
+from flows.report import report
+from tasks.agents import check_agents
+from tasks.request import BakeoffRequest, resolve_lanes, validate
+from tasks.results import LaneConfig, LaneResult, Report
+from tasks.run_store import RunStore, default_run_dir, lane_cache_key, now
+
+MAX_LANES_AT_ONCE = 64  # lanes beyond the devices wait for a lease anyway
+
+
+def _run_name() -> str:
+    params = flow_run.parameters
+    return f"{Path(str(params.get('kernel_path', '?'))).name} {params.get('mode', 'optimize')}"
+
+
+def _failed(config: LaneConfig, reason: str) -> LaneResult:
+    return LaneResult(
+        key=config.lane.key,
+        language=config.lane.language,
+        mode=config.lane.mode,
+        status="failed",
+        reason=reason,
+        cache_key=lane_cache_key(config),
+        attempt=config.attempt,
+        finished=now(),
+        lane_dir=str(lane_store(config).root),
+    )
+
+
+def deployment_env(config: LaneConfig) -> tuple[dict[str, str], LaneConfig]:
+    """Environment for a lane's flow run on a worker; pinned devices go in as visible devices."""
+    env = {"BAKEOFF_LANE": config.lane.key}
+    pool = config.pool
+    if pool.gpu_mode == "pin" and pool.gpu_ids:
+        device = pool.gpu_ids[(config.pin_index or 0) % len(pool.gpu_ids)]
+        env.update(CUDA_VISIBLE_DEVICES=device, HIP_VISIBLE_DEVICES=device)
+        config = config.model_copy(update={"pool": pool.model_copy(update={"gpu_ids": None})})
+    return env, config
+
+
+def _via_deployment(config: LaneConfig, deployment: str) -> LaneResult:
+    from prefect.deployments import run_deployment
+
+    env, remote = deployment_env(config)
+    run = run_deployment(
+        name=deployment,
+        parameters={"config": remote.model_dump(mode="json")},
+        job_variables={"env": env},
+        flow_run_name=f"lane {config.lane.key} {Path(config.run_dir).name}",
+        timeout=None,
+    )
+    found = lane_store(config).load_result()
+    if found is not None and found.attempt == config.attempt:
+        return found
+    state = run.state
+    what = f"{state.type.value}: {state.message}" if state else "no state"
+    return _failed(config, f"lane flow run {run.name} ended without a result ({what})")
+
+
+def reuse(config: LaneConfig) -> LaneResult | None:
+    """The completed result of an earlier run with the same cache key, marked reused."""
+    store = lane_store(config)
+    earlier = store.reusable(lane_cache_key(config))
+    if earlier is None:
+        return None
+    store.progress(
+        key=config.lane.key,
+        language=config.lane.language,
+        mode=config.lane.mode,
+        state="reused",
+        budget=config.budget,
+        evaluated=len(earlier.candidates),
+        device=earlier.lease.device if earlier.lease else None,
+        attempt=config.attempt,
+    )
+    return earlier.model_copy(update={"reused": True})
+
+
+def run_lane(
+    config: LaneConfig, dispatch: str, deployment: str, starts: LaneStarts | None
+) -> LaneResult:
+    """Run a lane here (a subflow) or as a deployment run; never raises."""
+    try:
+        if dispatch == "deployment":
+            return _via_deployment(config, deployment)
+        with starts.starting():
+            return lane(config)
+    except Exception as exc:
+        found = lane_store(config).load_result()
+        if found is not None and found.attempt == config.attempt:
+            return found
+        return _failed(config, f"lane ended without a result: {type(exc).__name__}: {exc}")
+
+
+@contextmanager
+def subflows_without_heartbeats():
+    """Subflows and lanes started inside run without flow-run heartbeats.
+
+    They run in this process, whose own flow run's heartbeat already tells the server it is
+    alive, and Prefect 3.9 makes every sync flow run wait up to 1 s for its heartbeat thread
+    when it ends: a second per subflow, per lane, for nothing.
+    """
+    with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+        yield
+
+
+def _discover(req: BakeoffRequest, frozen, run_root: Path, warnings: list[str]):
+    try:
+        return discover(
+            frozen.task_dir,
+            str(run_root),
+            op=frozen.op,
+            backends=req.backends,
+            pool=req.pool,
+            agents=req.agents,
+            check_timeout_s=req.check_timeout_s,
+            samples=req.samples,
+            agent_timeout_s=req.agent_timeout_s,
+            agent_retries=req.agent_retries,
+            fresh=req.fresh,
+        )
+    except Exception as exc:
+        warnings.append(f"Discover failed ({type(exc).__name__}: {exc}); planned without it")
+        return None
+
+
+def _configs(req: BakeoffRequest, frozen, specs, run_root: Path, attempt: str):
+    return [
+        LaneConfig(
+            run_dir=str(run_root),
+            task_dir=frozen.task_dir,
+            oracle_sha256=frozen.oracle_sha256,
+            lane=spec,
+            budget=req.budget,
+            lane_timeout_s=req.lane_timeout_s,
+            check_timeout_s=req.check_timeout_s,
+            samples=req.samples,
+            strategy=req.strategy,
+            agents=req.agents,
+            agent_timeout_s=req.agent_timeout_s,
+            agent_retries=req.agent_retries,
+            pool=req.pool,
+            pin_index=i,
+            attempt=attempt,
+        )
+        for i, spec in enumerate(specs)
+    ]
+
+
+def _run_lanes(req: BakeoffRequest, configs: list[LaneConfig], logger) -> list[LaneResult]:
+    """Every lane's result, in order: reused ones as they were, the others run now."""
+    reused = {c.lane.key: None if req.fresh else reuse(c) for c in configs}
+    for key, found in reused.items():
+        if found is not None:
+            logger.info(f"lane {key}: reusing the completed result of an earlier run")
+    to_run = [c for c in configs if reused[c.lane.key] is None]
+    starts = LaneStarts(len(to_run))
+    # Plain threads, each with this flow run's context, so every lane is a subflow of it. A
+    # Prefect task around each lane would add a burst of task-run writes just as the lane
+    # subflows are created, which the embedded SQLite server answers with 2 s retries.
+    workers = max(1, min(len(to_run), MAX_LANES_AT_ONCE))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lane") as pool:
+        futures = [
+            pool.submit(
+                contextvars.copy_context().run,
+                run_lane,
+                c,
+                req.dispatch,
+                req.lane_deployment,
+                starts,
+            )
+            for c in to_run
+        ]
+        ran = {c.lane.key: f.result() for c, f in zip(to_run, futures)}
+    return [reused[c.lane.key] or ran[c.lane.key] for c in configs]
+
+
+@flow(name="bakeoff", flow_run_name=_run_name)
+def bakeoff(
+    kernel_path: str,
+    mode: str = "optimize",
+    target_language: str | None = None,
+    backends: list[str] | None = None,
+    budget: int = 4,
+    gpu_ids: list[str] | None = None,
+    gpu_mode: str = "pool",
+    cpu_slots: int | None = None,
+    fresh: bool = False,
+    dispatch: str = "local",
+    run_dir: str | None = None,
+    runs_root: str = "runs",
+    agents: dict[str, str] | None = None,
+    strategy: str = "auto",
+    agent_timeout_s: float | None = None,
+    agent_retries: int | None = None,
+    lane_timeout_s: float = 3600.0,
+    check_timeout_s: float = 300.0,
+    samples: int | None = None,
+    lane_deployment: str = "lane/local",
+) -> Report:
+    """Freeze, (discover,) run the lanes and report; see the module docstring for the modes."""
+    logger = get_run_logger()
+    params = {k: v for k, v in locals().items() if k in BakeoffRequest.model_fields}
+    req = validate(BakeoffRequest(**{**params, "agents": agents or {}}))
+    check_agents(req.agents)
+    run_root = Path(req.run_dir or default_run_dir(Path(kernel_path), Path(runs_root))).resolve()
+    store = RunStore(run_root)
+    attempt = str(flow_run.id or uuid.uuid4())
+    store.set_phase("freeze", reset=True, attempt=attempt, mode=req.mode, lanes=[])
+    with subflows_without_heartbeats():
+        frozen = freeze(str(Path(kernel_path).resolve()), str(store.task_dir), req.pool)
+        discovered, warnings = None, []
+        if req.mode == "bakeoff":
+            store.set_phase("discover")
+            discovered = _discover(req, frozen, run_root, warnings)
+        specs, plan_warnings = resolve_lanes(
+            frozen.language,
+            req.mode,
+            target_language=req.target_language,
+            backends=req.backends,
+            plan=discovered.plan if discovered else None,
+        )
+        warnings += plan_warnings
+        for w in warnings:
+            logger.warning(w)
+        configs = _configs(req, frozen, specs, run_root, attempt)
+        logger.info(
+            f"{len(configs)} lane(s): " + ", ".join(f"{c.lane.key}:{c.lane.mode}" for c in configs)
+        )
+        store.set_phase("lanes", lanes=[c.lane.key for c in configs])
+        results = _run_lanes(req, configs, logger)
+        store.set_phase("report")
+        final = report(
+            str(kernel_path),
+            frozen.op,
+            req.mode,
+            str(run_root),
+            frozen.task_dir,
+            results,
+            discovered,
+            warnings,
+        )
+    store.set_phase("done", report=final.report_path)
+    return final
+
+
+if __name__ == "__main__":
+    done = bakeoff(sys.argv[1], *(sys.argv[2:3] or []))
+    print(Path(done.report_path).read_text())

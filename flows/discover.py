@@ -1,0 +1,102 @@
+"""Discover flow: what already exists for the op, measured on the frozen oracle, and the plan.
+
+A thin flow: it leases one device, asks the planner role (with no model, tasks.discover.discover
+measures existing implementations through the harness) and has the reviewer look at the best
+one measured. The outcome is kept under `discover/` and reused by a re-run with the same key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from prefect import flow, get_run_logger
+
+from flows.lane import review
+from tasks.agents import ask
+from tasks.backends import languages
+from tasks.evaluate import Evaluator
+from tasks.gpu_pool import DevicePool
+from tasks.results import DiscoverOutcome, PoolConfig
+from tasks.run_store import LaneStore, code_version, read_json, task_identity, write_json
+
+
+def discover_key(task_dir: str, backends, agents, check_timeout_s, samples) -> str:
+    payload = {
+        "task": task_identity(Path(task_dir)),
+        "backends": backends,
+        "agents": agents,
+        "check_timeout_s": check_timeout_s,
+        "samples": samples,
+        "code": code_version(),
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
+
+
+@flow(name="discover", flow_run_name="discover {op}")
+def discover(
+    task_dir: str,
+    run_dir: str,
+    op: str = "",
+    backends: list[str] | None = None,
+    pool: PoolConfig | None = None,
+    agents: dict[str, str] | None = None,
+    check_timeout_s: float = 300.0,
+    samples: int | None = None,
+    timeout_s: float = 3600.0,
+    agent_timeout_s: float | None = None,
+    agent_retries: int | None = None,
+    fresh: bool = False,
+) -> DiscoverOutcome:
+    logger = get_run_logger()
+    agents = agents or {}
+    store = LaneStore(Path(run_dir) / "discover")
+    outcome_path = store.root / "outcome.json"
+    key = discover_key(task_dir, backends, agents, check_timeout_s, samples)
+    earlier = read_json(outcome_path)
+    if earlier and not fresh and earlier.get("cache_key") == key:
+        logger.info("reusing Discover's outcome from an earlier run with the same key")
+        return DiscoverOutcome.model_validate(earlier).model_copy(update={"reused": True})
+    store.clear()
+    spec = json.loads((Path(task_dir) / "spec.json").read_text())
+    baseline = json.loads((Path(task_dir) / "baseline.json").read_text())
+    device_pool = DevicePool.from_config(pool or PoolConfig())
+    with device_pool.lease(f"discover {op}") as lease:
+        logger.info(f"measuring existing implementations on {lease.device}")
+        evaluator = Evaluator(Path(task_dir), store, lease.env, check_timeout_s, samples)
+        plan = ask(
+            "planner",
+            inputs={
+                "task_dir": task_dir,
+                "workdir": store.work_dir,
+                "evaluator": evaluator,
+                "backends": backends,
+            },
+            context={
+                "op": spec["name"],
+                "kind": spec.get("kind", "other"),
+                "task_dir": task_dir,
+                "language": spec["language"],
+                "baseline_ms": {k: v["median_ms"] for k, v in baseline["workloads"].items()},
+                "languages": languages(),
+                "backends": backends,
+            },
+            record_dir=store.roles_dir,
+            agents=agents,
+            timeout_s=timeout_s,
+        )
+        found = plan.measured + ([plan.env_candidate] if plan.env_candidate else [])
+        verdict = review(
+            found,
+            "Discover's measurements",
+            store.roles_dir,
+            agents,
+            agent_timeout_s,
+            agent_retries,
+        )
+    outcome = DiscoverOutcome(plan=plan, review=verdict, cache_key=key)
+    write_json(outcome_path, outcome)
+    entries = ", ".join(f"{e.language or '(unnamed)'}:{e.mode}" for e in plan.plan)
+    logger.info(f"plan: {entries or 'empty'}; reviewer: {verdict.decision}")
+    return outcome

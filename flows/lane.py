@@ -1,0 +1,258 @@
+"""Lane flow: one language, one mode, a budget; runs on one leased device.
+
+It leases a device from this host's pool (waiting while all are busy), asks the optimizer or
+author role for candidates (with no model configured, the search), every one checked on that
+device against the frozen baseline, then asks the reviewer about the best. Whatever happens,
+the lane's result is written under its directory and the device is given back; a failure
+marks the flow run failed and never raises past the dispatcher.
+
+Run alone as `python -m flows.lane CONFIG.json`; deployments run it per lane on GPU workers.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+
+from prefect import flow, get_run_logger
+from prefect.runtime import flow_run
+
+from scripts.freeze import load_task
+from tasks.agents import RoleFailed, ask
+from tasks.evaluate import Evaluator
+from tasks.gpu_pool import DevicePool
+from tasks.render import render
+from tasks.results import LaneConfig, LaneResult, Lease
+from tasks.roles_default import MAX_RELATIVE_SPREAD, MIN_SAMPLES
+from tasks.run_store import LaneStore, lane_cache_key, now
+
+
+class LaneFailed(Exception):
+    """Marks the lane's flow run failed; its result file holds the reason."""
+
+
+class LaneStarts:
+    """Starts the lane subflows of one bake-off one at a time, then lets them work together.
+
+    Flow-run writes made while other lanes' tasks are being recorded are answered by the
+    embedded SQLite server with 503, which the client retries only after 2 s or more. So each
+    lane's subflow is created alone (the gate), and no lane starts working (and writing) until
+    every lane has been created (the barrier); then they all run at once.
+    """
+
+    _local = threading.local()
+
+    def __init__(self, count: int, wait_s: float = 60.0):
+        self.gate = threading.Semaphore(1)
+        self.barrier = threading.Barrier(max(1, count))
+        self.wait_s = wait_s
+
+    @contextmanager
+    def starting(self):
+        """Around the subflow call, in the thread that makes it."""
+        self.gate.acquire()
+        self._local.current, self._local.gate_held = self, True
+        try:
+            yield
+        finally:
+            reached = not self._local.gate_held
+            self._open_gate()
+            self._local.current = None
+            if not reached:  # the lane never got going: nobody should wait for it
+                self.barrier.abort()
+
+    def _open_gate(self) -> None:
+        if getattr(self._local, "gate_held", False):
+            self._local.gate_held = False
+            self.gate.release()
+
+    @classmethod
+    def started(cls) -> None:
+        """First act of a lane's body: let the next lane start, wait for the others."""
+        current = getattr(cls._local, "current", None)
+        if current is None:
+            return  # run alone or as a deployment
+        current._open_gate()
+        try:
+            current.barrier.wait(current.wait_s)
+        except threading.BrokenBarrierError:
+            pass
+
+
+def _run_name() -> str:
+    config = flow_run.parameters.get("config") or {}
+    if isinstance(config, LaneConfig):
+        config = config.model_dump()
+    lane = config.get("lane", {})
+    op = Path(config.get("run_dir", "")).name
+    return f"lane {lane.get('key', '?')} {lane.get('mode', '')} {op}".strip()
+
+
+def lane_store(config: LaneConfig) -> LaneStore:
+    return LaneStore(Path(config.run_dir) / "lanes" / config.lane.key)
+
+
+def _summary(results) -> list[dict]:
+    rows = []
+    for r in results:
+        spreads = [
+            w.timing.spread_ms / w.timing.median_ms
+            for w in r.verdict.workloads
+            if w.timing and w.timing.median_ms > 0
+        ]
+        rows.append(
+            {
+                "name": r.candidate.name,
+                "status": r.verdict.status.value,
+                "speedup": r.verdict.speedup,
+                "spread": max(spreads, default=None),
+            }
+        )
+    return sorted(rows, key=lambda c: -(c["speedup"] or 0.0))
+
+
+def review(candidates, subject: str, record_dir: Path, agents, timeout_s=None, retries=None):
+    return ask(
+        "reviewer",
+        inputs={"candidates": candidates},
+        context={
+            "subject": subject,
+            "candidates": _summary(candidates),
+            "max_spread": MAX_RELATIVE_SPREAD,
+            "min_samples": MIN_SAMPLES,
+        },
+        record_dir=record_dir,
+        agents=agents,
+        timeout_s=timeout_s,
+        retries=retries,
+    )
+
+
+def _work(config: LaneConfig, store: LaneStore, lease: Lease, result: LaneResult, say) -> None:
+    spec, _, baseline = load_task(Path(config.task_dir))
+    lane = config.lane
+    budget_s = config.lane_timeout_s
+    sheet = store.root / "sheet.md"
+    sheet.write_text(
+        render(
+            "lane_sheet.md.j2",
+            lane=lane,
+            spec=spec,
+            task_dir=config.task_dir,
+            oracle=config.oracle_sha256,
+            budget=config.budget,
+            budget_s=budget_s,
+            workdir=store.work_dir,
+            baseline_ms={k: v["median_ms"] for k, v in baseline["workloads"].items()},
+        )
+    )
+    store.work_dir.mkdir(parents=True, exist_ok=True)
+    evaluator = Evaluator(
+        Path(config.task_dir), store, lease.env, config.check_timeout_s, config.samples, say
+    )
+    role = "optimizer" if lane.mode == "optimize" else "author"
+    outcome = ask(
+        role,
+        inputs={
+            "task_dir": config.task_dir,
+            "language": lane.language,
+            "mode": lane.mode,
+            "workdir": store.work_dir,
+            "evaluator": evaluator,
+            "budget": config.budget,
+            "budget_s": budget_s,
+            "strategy": config.strategy,
+        },
+        context={
+            "op": spec.name,
+            "lane": lane.key,
+            "language": lane.language,
+            "sheet": sheet,
+            "workdir": store.work_dir,
+            "budget": config.budget,
+            "device": lease.device,
+        },
+        record_dir=store.roles_dir,
+        agents=config.agents,
+        # the search stops itself at budget_s; its last check may still run to its own timeout
+        timeout_s=budget_s + config.check_timeout_s,
+    )
+    result.candidates = outcome.candidates
+    say(f"{role} answered with {len(outcome.candidates)} checked candidate(s)")
+    store.progress(state="reviewing")
+    result.review = review(
+        outcome.candidates,
+        f"lane {lane.key}",
+        store.roles_dir,
+        config.agents,
+        config.agent_timeout_s,
+        config.agent_retries,
+    )
+    say(f"reviewer: {result.review.decision} {result.review.candidate or ''}".rstrip())
+
+
+@flow(name="lane", flow_run_name=_run_name)
+def lane(config: LaneConfig) -> LaneResult:
+    """Run one lane of a bake-off and write `lanes/<key>/lane_result.json`."""
+    LaneStarts.started()
+    logger = get_run_logger()
+    store = lane_store(config)
+    store.root.mkdir(parents=True, exist_ok=True)
+    store.clear()
+    lane_spec = config.lane
+
+    def say(message: str) -> None:
+        logger.info(f"[{lane_spec.key}] {message}")
+        store.log(message)
+
+    result = LaneResult(
+        key=lane_spec.key,
+        language=lane_spec.language,
+        mode=lane_spec.mode,
+        status="failed",
+        reason="did not finish",
+        cache_key=lane_cache_key(config),
+        attempt=config.attempt,
+        started=now(),
+        lane_dir=str(store.root),
+    )
+    store.progress(
+        key=lane_spec.key,
+        language=lane_spec.language,
+        mode=lane_spec.mode,
+        state="waiting",
+        budget=config.budget,
+        evaluated=0,
+        best_speedup=None,
+        attempt=config.attempt,
+    )
+    try:
+        pool = DevicePool.from_config(config.pool)
+        say(f"waiting for a device among {', '.join(pool.devices.ids)} ({pool.mode})")
+        with pool.lease(f"lane {lane_spec.key} {config.attempt}", config.pin_index) as lease:
+            result.lease = lease
+            store.progress(state="running", device=lease.device, host=lease.host)
+            say(f"holding {lease.device} on {lease.host}")
+            _work(config, store, lease, result, say)
+        result.status, result.reason = "completed", ""
+    except RoleFailed as exc:
+        result.reason = str(exc)
+    except Exception as exc:  # the lane's own fault: recorded; the `with` gave the device back
+        result.reason = f"lane crashed: {type(exc).__name__}: {exc}"
+    finally:
+        result.finished = now()
+        if result.status == "failed" and not result.candidates:
+            result.candidates = store.saved_candidates()
+        store.write_result(result)
+        store.progress(state=result.status, reason=result.reason)
+        say(f"{result.status}{': ' + result.reason if result.reason else ''}")
+    if result.status == "failed":
+        raise LaneFailed(result.reason)
+    return result
+
+
+if __name__ == "__main__":
+    print(lane(LaneConfig.model_validate(json.loads(Path(sys.argv[1]).read_text()))))

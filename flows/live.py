@@ -1,0 +1,188 @@
+"""`bakeoff run`: the whole bake-off in this process, on Prefect's embedded server.
+
+The request is checked and the kernel frozen before Prefect starts, so bad input costs one
+line and no server. The flow then runs in a thread while a rich progress display follows the
+run directory's progress files (one row per lane: device, candidates checked, best speedup,
+state); the ranking table (or, with --json, the result for machines) comes last.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+
+from tasks.freezing import freeze_isolated
+from tasks.request import BakeoffRequest, validate
+from tasks.results import Report
+from tasks.run_store import RunStore, default_run_dir
+
+POLL_S = 0.25
+
+
+def result_json(report: Report) -> dict:
+    """What `bakeoff run --json` prints: enough for a script to act on without the files."""
+    return {
+        "run_dir": report.run_dir,
+        "report": report.report_path,
+        "kernel": report.kernel,
+        "mode": report.mode,
+        "oracle_sha256": report.oracle_sha256,
+        "baseline_ms": report.baseline_ms,
+        "candidates": [
+            r.model_dump(mode="json", exclude={"rank", "margin"}) | {"rank": r.rank}
+            for r in report.rows
+        ],
+        "lanes": [
+            {
+                "key": lane.key,
+                "language": lane.language,
+                "mode": lane.mode,
+                "status": lane.status,
+                "reason": lane.reason,
+                "reused": lane.reused,
+                "candidates": len(lane.candidates),
+                "device": lane.lease.device if lane.lease else None,
+                "lease_start": lane.lease.start.isoformat() if lane.lease else None,
+                "lease_end": lane.lease.end.isoformat() if lane.lease and lane.lease.end else None,
+            }
+            for lane in report.lanes
+        ],
+        "winner": report.winner.model_dump(mode="json") if report.winner else None,
+        "warnings": report.warnings,
+    }
+
+
+class LaneRows:
+    """Keeps one progress row per lane in step with the lanes' progress files."""
+
+    def __init__(self, progress: Progress, store: RunStore):
+        self.progress = progress
+        self.store = store
+        self.phase = progress.add_task("freeze", total=None, device="", best="", state="")
+        self.rows: dict[str, int] = {}
+
+    def refresh(self) -> None:
+        run = self.store.progress()
+        phase = run.get("phase", "freeze")
+        self.progress.update(self.phase, description=f"[bold]{phase}", state="")
+        for key in run.get("lanes", []):
+            info = self.store.lane(key).read_progress()
+            if info.get("attempt") != run.get("attempt"):
+                info = {}  # left by an earlier run
+            budget = info.get("budget") or 1
+            done = info.get("evaluated") or 0
+            best = info.get("best_speedup")
+            fields = {
+                "description": f"{key} ({info.get('mode', '')})",
+                "total": max(budget, done),
+                "completed": done,
+                "device": info.get("device") or "",
+                "best": f"best {best:.3f}x" if best else "",
+                "state": info.get("state", "starting"),
+            }
+            if key not in self.rows:
+                self.rows[key] = self.progress.add_task(**fields)
+            else:
+                self.progress.update(self.rows[key], **fields)
+        if phase == "done":
+            self.progress.update(self.phase, total=1, completed=1)
+
+
+def ranking_table(report: Report) -> Table:
+    table = Table(title=f"{report.kernel} ({report.mode}): speedup over the frozen baseline")
+    for col in ("#", "candidate", "language", "mode", "from"):
+        table.add_column(col)
+    for name, ms in report.baseline_ms.items():
+        table.add_column(f"{name}\n{ms:.4g} ms", justify="right")
+    table.add_column("overall", justify="right")
+    table.add_column("status")
+    for r in report.rows:
+        cells = [str(r.rank), r.name, r.language, r.mode, r.source]
+        cells += [
+            "-" if r.speedups.get(n) is None else f"{r.speedups[n]:.3f}x"
+            for n in report.baseline_ms
+        ]
+        cells += ["-" if r.speedup is None else f"{r.speedup:.3f}x", r.status]
+        table.add_row(*cells, style="bold green" if r.status == "winner" else None)
+    return table
+
+
+def _run_flow(params: dict, out: dict) -> None:
+    from flows.bakeoff import bakeoff, subflows_without_heartbeats
+
+    try:
+        with subflows_without_heartbeats():  # the embedded server lives and dies with us
+            out["report"] = bakeoff(**params)
+    except BaseException as exc:  # handed to the main thread
+        out["error"] = exc
+
+
+def run(request: BakeoffRequest, as_json: bool = False, debug: bool = False) -> int:
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    if not debug:  # the display and the UI carry what Prefect would print on the console
+        os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
+    req = validate(request)
+    run_dir = Path(req.run_dir or default_run_dir(Path(req.kernel_path), Path(req.runs_root)))
+    run_dir = run_dir.resolve()
+    console = Console(stderr=as_json)
+    if not console.is_terminal:
+        console.width = 140  # a log file or a pipe: room for the ranking table
+    with console.status(f"freezing {req.kernel_path}"):
+        freeze_isolated(Path(req.kernel_path), run_dir / "task", req.pool)
+    from tasks.agents import check_agents  # first Prefect import: the request is good by now
+
+    check_agents(req.agents)
+    params = req.model_dump(exclude={"run_dir"}) | {"run_dir": str(run_dir)}
+    out: dict = {}
+    worker = threading.Thread(target=_run_flow, args=(params, out), name="bakeoff", daemon=True)
+    store = RunStore(run_dir)
+    store.set_phase("starting", reset=True)
+    columns = (
+        SpinnerColumn(),
+        TextColumn("{task.description:<22}"),
+        BarColumn(bar_width=20),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[device]:<7}"),
+        TextColumn("{task.fields[best]:<13}"),
+        TextColumn("{task.fields[state]}"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console, transient=as_json) as progress:
+        rows = LaneRows(progress, store)
+        worker.start()
+        while worker.is_alive():
+            rows.refresh()
+            time.sleep(POLL_S)
+        rows.refresh()
+    if "error" in out:
+        raise out["error"]
+    report: Report = out["report"]
+    if as_json:
+        print(json.dumps(result_json(report), indent=1))
+        return 0
+    console.print(ranking_table(report))
+    if report.winner:
+        w = report.winner
+        console.print(f"winner: {w.name} ({w.language}, {w.mode}) {w.speedup:.3f}x  {w.path}")
+    else:
+        console.print(
+            "no winner: no candidate beat the frozen baseline; the original kernel is kept"
+        )
+    for line in report.warnings:
+        console.print(f"warning: {line}")
+    console.print(f"report: {report.report_path}")
+    return 0

@@ -1,0 +1,95 @@
+"""Report flow: rank every candidate on the one frozen baseline, write and publish the report.
+
+Writes `report.md` (templates/report.md.j2) and `report.json` in the run directory and
+publishes three Prefect artifacts: the report as markdown, the candidate table, and a link to
+the run directory.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from prefect import flow, get_run_logger
+from prefect.artifacts import (
+    create_link_artifact,
+    create_markdown_artifact,
+    create_table_artifact,
+)
+
+from scripts import manifest
+from tasks.ranking import baseline_stats, rank
+from tasks.render import render
+from tasks.results import DiscoverOutcome, LaneResult, Report
+from tasks.run_store import write_json
+
+
+def artifact_key(kernel: str, what: str) -> str:
+    """Prefect artifact keys allow lowercase letters, digits and dashes only."""
+    slug = re.sub(r"[^a-z0-9-]+", "-", kernel.lower()).strip("-") or "kernel"
+    return f"bakeoff-{slug}-{what}"
+
+
+def table_rows(report: Report) -> list[dict]:
+    rows = []
+    for r in report.rows:
+        row = {"rank": r.rank, "candidate": r.name, "language": r.language, "mode": r.mode}
+        row["from"] = r.source
+        for name in report.baseline_ms:
+            row[name] = None if r.speedups.get(name) is None else round(r.speedups[name], 4)
+        row["overall"] = None if r.speedup is None else round(r.speedup, 4)
+        row.update(status=r.status, files=r.path)
+        rows.append(row)
+    return rows
+
+
+@flow(name="report", flow_run_name="report {kernel} {mode}")
+def report(
+    kernel_path: str,
+    kernel: str,
+    mode: str,
+    run_dir: str,
+    task_dir: str,
+    lanes: list[LaneResult],
+    discovered: DiscoverOutcome | None = None,
+    warnings: list[str] | None = None,
+) -> Report:
+    logger = get_run_logger()
+    rows, winner = rank(lanes, discovered, Path(task_dir))
+    medians, _ = baseline_stats(Path(task_dir))
+    oracle = json.loads((Path(task_dir) / manifest.MANIFEST).read_text())["oracle_sha256"]
+    result = Report(
+        kernel_path=kernel_path,
+        kernel=kernel,
+        mode=mode,
+        run_dir=run_dir,
+        task_dir=task_dir,
+        oracle_sha256=oracle,
+        baseline_ms=medians,
+        rows=rows,
+        winner=winner,
+        lanes=lanes,
+        warnings=warnings or [],
+        report_path=str(Path(run_dir) / "report.md"),
+    )
+    markdown = render("report.md.j2", report=result)
+    Path(result.report_path).write_text(markdown)
+    write_json(Path(run_dir) / "report.json", result)
+    create_markdown_artifact(
+        markdown, key=artifact_key(kernel, "report"), description=f"{kernel} {mode}"
+    )
+    create_table_artifact(
+        table_rows(result), key=artifact_key(kernel, "candidates"), description=f"{kernel} {mode}"
+    )
+    create_link_artifact(
+        Path(run_dir).resolve().as_uri(),
+        link_text=str(run_dir),
+        key=artifact_key(kernel, "run-dir"),
+        description="every candidate, verdict, timing and log of this run",
+    )
+    if winner:
+        logger.info(f"winner {winner.name} ({winner.language} {winner.mode}) {winner.speedup:.3f}x")
+    else:
+        logger.info("no candidate beat the frozen baseline: the original kernel is kept")
+    return result

@@ -1,0 +1,61 @@
+"""Freezing on a leased device, in a process of its own.
+
+The baseline measured at freeze time is the denominator of every speedup, so it is taken the
+way candidates are timed: in a fresh process (not beside the orchestrator's threads and event
+loops) on a device no lane is using. Plain Python, no Prefect: `bakeoff run` freezes before it
+starts Prefect, so a kernel that does not freeze is refused with one line.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from scripts import manifest
+from scripts.errors import BadInput
+from scripts.freeze import freeze
+from tasks.gpu_pool import DevicePool
+from tasks.results import PoolConfig
+
+ROOT = Path(__file__).resolve().parent.parent
+ERROR_PREFIX = "bakeoff freeze: error: "
+
+
+def freeze_isolated(
+    kernel_path: Path, out: Path, pool: PoolConfig | None = None, timeout_s: float = 1800.0
+) -> Path:
+    """Freeze `kernel_path` into `out`; an existing freeze of the same input is kept as it is."""
+    kernel_path, out = Path(kernel_path).resolve(), Path(out).resolve()
+    if (out / manifest.MANIFEST).is_file():
+        return freeze(kernel_path, out)  # verifies; refuses a different input
+    new_dirs = [p for p in [out.parent, *out.parent.parents] if not p.exists()]
+    try:
+        return _freeze_in_subprocess(kernel_path, out, pool, timeout_s)
+    except BaseException:
+        for d in new_dirs:  # deepest first: leave nothing behind that explains nothing
+            if d.is_dir() and not any(d.iterdir()):
+                d.rmdir()
+        raise
+
+
+def _freeze_in_subprocess(kernel_path: Path, out: Path, pool, timeout_s: float) -> Path:
+    with DevicePool.from_config(pool or PoolConfig()).lease(f"freeze {kernel_path.name}") as lease:
+        path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+        env = {**os.environ, **lease.env, "PYTHONPATH": path}
+        proc = subprocess.run(
+            [sys.executable, "-m", "flows.cli", "freeze", str(kernel_path), "--out", str(out)],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
+    if proc.returncode == 0:
+        return out
+    lines = proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"]
+    if proc.returncode == 2 and lines[-1].startswith(ERROR_PREFIX):
+        where, _, what = lines[-1][len(ERROR_PREFIX) :].partition(": ")
+        raise BadInput(where, what)
+    raise RuntimeError(f"freezing {kernel_path} failed: {lines[-1]}")

@@ -1,0 +1,106 @@
+"""Ranking every candidate of a run on the one frozen baseline, and the rule for a winner.
+
+A candidate may win only if it passed every workload, its lane (or Discover) completed, the
+reviewer accepted it, and its overall speedup beats the baseline by more than the measured
+spread: speedup > 1 + margin, where margin is the mean over workloads of the candidate's
+relative interquartile range plus the frozen baseline's. No candidate may win by default:
+with no eligible candidate the original kernel is kept.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+from scripts.verdict import Status
+from tasks.models import CandidateResult
+from tasks.results import CandidateRow, DiscoverOutcome, LaneResult, Review
+
+
+def baseline_stats(task_dir: Path) -> tuple[dict[str, float], dict[str, float]]:
+    """(median ms, relative interquartile range) per workload of the frozen baseline."""
+    data = json.loads((Path(task_dir) / "baseline.json").read_text())
+    spec = json.loads((Path(task_dir) / "spec.json").read_text())
+    medians, spreads = {}, {}
+    for name in [w["name"] for w in spec["workloads"]]:  # the spec's order, not the file's
+        wl = data["workloads"][name]
+        medians[name] = wl["median_ms"]
+        samples = wl.get("samples_ms") or [wl["median_ms"]]
+        if len(samples) > 1 and wl["median_ms"] > 0:
+            q = statistics.quantiles(samples, n=4)
+            spreads[name] = (q[2] - q[0]) / wl["median_ms"]
+        else:
+            spreads[name] = 0.0
+    return medians, spreads
+
+
+def margin(result: CandidateResult, base_spread: dict[str, float]) -> float | None:
+    parts = []
+    for w in result.verdict.workloads:
+        if w.timing is None or w.timing.median_ms <= 0:
+            return None
+        parts.append(w.timing.spread_ms / w.timing.median_ms + base_spread.get(w.workload, 0.0))
+    return statistics.fmean(parts) if parts else None
+
+
+def _status(
+    result: CandidateResult, review: Review | None, failed_reason: str | None, m: float | None
+) -> tuple[str, str]:
+    v = result.verdict
+    if v.status is not Status.PASSED:
+        return v.status.value, v.reason or ""
+    if failed_reason is not None:
+        return "lane-failed", failed_reason
+    if result.candidate.mode == "baseline":
+        return "baseline", "the input re-measured by Discover; never a winner"
+    if review is None or review.candidate != result.candidate.name:
+        return "passed", "not the best of its lane, so not reviewed"
+    if review.decision != "accepted":
+        return "flagged", "; ".join(review.reasons)
+    if m is None or v.speedup is None or v.speedup <= 1 + m:
+        need = f"{1 + m:.3f}x" if m is not None else "a measured spread"
+        return "within-noise", f"accepted, but {v.speedup or 0:.3f}x does not beat {need}"
+    return "eligible", "; ".join(review.reasons)
+
+
+def _row(result, source, review, failed_reason, base_spread) -> CandidateRow:
+    m = margin(result, base_spread)
+    status, detail = _status(result, review, failed_reason, m)
+    return CandidateRow(
+        rank=0,
+        name=result.candidate.name,
+        language=result.candidate.language,
+        mode=result.candidate.mode,
+        source=source,
+        status=status,
+        detail=detail,
+        speedup=result.verdict.speedup,
+        speedups={w.workload: w.speedup for w in result.verdict.workloads},
+        margin=m,
+        path=result.candidate.path,
+    )
+
+
+def rank(
+    lanes: list[LaneResult], discovered: DiscoverOutcome | None, task_dir: Path
+) -> tuple[list[CandidateRow], CandidateRow | None]:
+    """Every candidate in one table, fastest first, and the winner or None."""
+    _, base_spread = baseline_stats(task_dir)
+    rows = []
+    for lane in lanes:
+        failed = (lane.reason or "lane failed") if lane.status == "failed" else None
+        for result in lane.candidates:
+            rows.append(_row(result, lane.key, lane.review, failed, base_spread))
+    if discovered is not None:
+        plan = discovered.plan
+        found = plan.measured + ([plan.env_candidate] if plan.env_candidate else [])
+        for result in found:
+            rows.append(_row(result, "discover", discovered.review, None, base_spread))
+    rows.sort(key=lambda r: (r.speedup is None, -(r.speedup or 0.0)))
+    for i, row in enumerate(rows, 1):
+        row.rank = i
+    winner = next((r for r in rows if r.status == "eligible"), None)
+    if winner is not None:
+        winner.status = "winner"
+    return rows, winner

@@ -1,0 +1,141 @@
+"""A bake-off request: checked before anything starts, and turned into lanes.
+
+Everything here is plain Python (no Prefect), so `bakeoff run` refuses bad input with one line
+before a server or a lane starts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from scripts.errors import BadInput
+from tasks.models import DiscoverPlan, LaneMode
+from tasks.results import LaneSpec, PoolConfig
+
+MODES = ("optimize", "author", "bakeoff")
+DISPATCH = ("local", "deployment")
+
+
+class BakeoffRequest(BaseModel):
+    kernel_path: str
+    mode: str = "optimize"
+    target_language: str | None = None
+    backends: list[str] | None = None
+    budget: int = 4
+    gpu_ids: list[str] | None = None
+    gpu_mode: str = "pool"
+    cpu_slots: int | None = None
+    fresh: bool = False
+    dispatch: str = "local"
+    run_dir: str | None = None
+    runs_root: str = "runs"
+    agents: dict[str, str] = Field(default_factory=dict)
+    strategy: str = "auto"
+    agent_timeout_s: float | None = None
+    agent_retries: int | None = None
+    lane_timeout_s: float = 3600.0
+    check_timeout_s: float = 300.0
+    samples: int | None = None
+    lane_deployment: str = "lane/local"
+
+    @property
+    def pool(self) -> PoolConfig:
+        return PoolConfig(gpu_ids=self.gpu_ids, gpu_mode=self.gpu_mode, cpu_slots=self.cpu_slots)
+
+
+def _languages() -> list[str]:
+    from tasks.backends import languages
+
+    return [lang.lower() for lang in languages()]
+
+
+def _known_language(field: str, value: str, known: list[str]) -> str:
+    lang = value.strip().lower()
+    if lang not in known:
+        raise BadInput(field, f"unknown backend {value!r}; known: {', '.join(known)}")
+    return lang
+
+
+def validate(req: BakeoffRequest) -> BakeoffRequest:
+    """Return the request normalised, or raise BadInput naming the first thing wrong with it."""
+    mode = req.mode.strip().lower()
+    if mode not in MODES:
+        raise BadInput("mode", f"unknown mode {req.mode!r}; use optimize, author or bakeoff")
+    if req.budget < 1:
+        raise BadInput("budget", f"must be at least 1 iteration, got {req.budget}")
+    if req.gpu_mode not in ("pool", "pin"):
+        raise BadInput("gpu_mode", f"unknown mode {req.gpu_mode!r}; use pool or pin")
+    if req.dispatch not in DISPATCH:
+        raise BadInput("dispatch", f"unknown dispatch {req.dispatch!r}; use local or deployment")
+    for field in ("lane_timeout_s", "check_timeout_s"):
+        if getattr(req, field) <= 0:
+            raise BadInput(field, f"must be positive, got {getattr(req, field)}")
+    known = _languages()
+    backends = None
+    if req.backends is not None:
+        backends = [_known_language("backends", b, known) for b in req.backends if b.strip()]
+    target = req.target_language
+    if target is not None:
+        target = _known_language("target_language", target, known)
+    if not Path(req.kernel_path).exists():
+        raise BadInput(req.kernel_path, "no such file or directory")
+    if req.dispatch == "local":
+        from tasks.gpu_pool import resolve
+
+        resolve(req.pool)  # raises for ids that do not exist here
+    return req.model_copy(update={"mode": mode, "backends": backends, "target_language": target})
+
+
+def lane_keys(wanted: list[tuple[str, LaneMode]]) -> list[LaneSpec]:
+    """Plain language as key, or `<language>_<mode>` for a language that has two lanes."""
+    per_language: dict[str, int] = {}
+    for lang, _ in wanted:
+        per_language[lang] = per_language.get(lang, 0) + 1
+    return [
+        LaneSpec(
+            key=lang if per_language[lang] == 1 else f"{lang}_{mode}", language=lang, mode=mode
+        )
+        for lang, mode in wanted
+    ]
+
+
+def resolve_lanes(
+    input_language: str,
+    mode: str,
+    *,
+    target_language: str | None = None,
+    backends: list[str] | None = None,
+    plan: DiscoverPlan | None = None,
+) -> tuple[list[LaneSpec], list[str]]:
+    """The lanes of a run, in order, and warnings about the plan they came from.
+
+    optimize: the input's language, in place. author: `target_language` (default the input's),
+    from scratch. bakeoff: the input's language always competes first as an optimize lane;
+    `backends` only adds lanes (optimize for the input's language, else the plan's mode for that
+    language, else author); without `backends` the Discover plan decides. De-duplicated on
+    language and mode.
+    """
+    own = input_language.lower()
+    if mode == "optimize":
+        return lane_keys([(own, "optimize")]), []
+    if mode == "author":
+        return lane_keys([((target_language or own).lower(), "author")]), []
+    warnings: list[str] = []
+    entries = plan.plan if plan else []
+    unnamed = [e for e in entries if not (e.language or "").strip()]
+    if unnamed:
+        warnings.append(
+            f"{len(unnamed)} Discover plan entr{'y' if len(unnamed) == 1 else 'ies'} named no "
+            f"language; attributed to the input's language {own!r}"
+        )
+    planned = [((e.language or own).strip().lower() or own, e.mode) for e in entries]
+    wanted: list[tuple[str, LaneMode]] = [(own, "optimize")]
+    if backends:
+        plan_mode = {lang: m for lang, m in planned}
+        wanted += [(b, "optimize" if b == own else plan_mode.get(b, "author")) for b in backends]
+    else:
+        wanted += planned
+    unique = list(dict.fromkeys(wanted))
+    return lane_keys(unique), warnings

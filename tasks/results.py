@@ -1,0 +1,138 @@
+"""Models of a bake-off run: the request, lanes, leases, reviews, the ranked report.
+
+These are what flows hand each other and what lands in the run directory as JSON; nothing here
+imports Prefect, so the CLI can validate a request before Prefect starts.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from tasks.models import CandidateResult, DiscoverPlan, LaneMode
+
+BakeoffMode = Literal["optimize", "author", "bakeoff"]
+GpuMode = Literal["pool", "pin"]
+Dispatch = Literal["local", "deployment"]
+
+
+class PoolConfig(BaseModel):
+    """Which devices a lane may lease: given ids, or detected on the host that runs the lane."""
+
+    gpu_ids: list[str] | None = None  # None: detect (visible-devices variables, torch, CPU slots)
+    gpu_mode: GpuMode = "pool"
+    cpu_slots: int | None = None  # CPU-only hosts: how many lanes run at once
+    lock_dir: str | None = None  # None: $BAKEOFF_LOCK_DIR or a per-user directory under /tmp
+
+
+class LaneSpec(BaseModel):
+    """One lane of a bake-off, after de-duplication on language + mode."""
+
+    key: str  # the language, or `<language>_<mode>` when that language has two lanes
+    language: str
+    mode: LaneMode
+
+
+class LaneConfig(BaseModel):
+    """Everything a lane needs; all of it but `attempt` and `pin_index` goes into its cache key."""
+
+    run_dir: str
+    task_dir: str
+    oracle_sha256: str
+    lane: LaneSpec
+    budget: int = Field(ge=1)
+    lane_timeout_s: float = 3600.0
+    check_timeout_s: float = 300.0
+    samples: int | None = None
+    strategy: str = "auto"
+    agents: dict[str, str] = Field(default_factory=dict)  # role -> "module:callable" responder
+    agent_timeout_s: float | None = None  # per attempt of the reviewer (and model-backed roles)
+    agent_retries: int | None = None
+    pool: PoolConfig = Field(default_factory=PoolConfig)
+    pin_index: int | None = None  # gpu_mode=pin: this lane takes device ids[pin_index % n]
+    attempt: str = ""  # id of the bake-off invocation that started this lane
+
+
+class Lease(BaseModel):
+    """A device held by one lane between `start` and `end`."""
+
+    device: str
+    env: dict[str, str]
+    host: str
+    pid: int
+    start: datetime
+    end: datetime | None = None
+
+
+class Review(BaseModel):
+    """The reviewer's decision on the best candidate of a lane (or of Discover)."""
+
+    candidate: str | None  # None: nothing passed, nothing to review
+    decision: Literal["accepted", "flagged", "nothing-to-review"]
+    reasons: list[str] = Field(default_factory=list)
+
+
+class SearchOutcome(BaseModel):
+    """What a lane's optimizer or author role answers: every candidate it had checked."""
+
+    candidates: list[CandidateResult] = Field(default_factory=list)
+    notes: str = ""
+
+
+class LaneResult(BaseModel):
+    key: str
+    language: str
+    mode: LaneMode
+    status: Literal["completed", "failed"]
+    reason: str = ""
+    cache_key: str
+    attempt: str = ""
+    reused: bool = False  # taken from an earlier run with the same cache key
+    lease: Lease | None = None
+    started: datetime | None = None
+    finished: datetime | None = None
+    candidates: list[CandidateResult] = Field(default_factory=list)
+    review: Review | None = None
+    lane_dir: str = ""
+
+
+class CandidateRow(BaseModel):
+    """One line of the ranking table."""
+
+    rank: int
+    name: str
+    language: str
+    mode: str
+    source: str  # lane key, or "discover"
+    status: (
+        str  # winner | accepted | within-noise | flagged | not-reviewed | lane-failed | <verdict>
+    )
+    detail: str = ""
+    speedup: float | None = None
+    speedups: dict[str, float | None] = Field(default_factory=dict)
+    margin: float | None = None  # relative spread the speedup had to beat
+    path: str = ""
+
+
+class Report(BaseModel):
+    kernel_path: str
+    kernel: str
+    mode: BakeoffMode
+    run_dir: str
+    task_dir: str
+    oracle_sha256: str
+    baseline_ms: dict[str, float]
+    rows: list[CandidateRow]
+    winner: CandidateRow | None = None
+    lanes: list[LaneResult] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    report_path: str = ""
+
+
+class DiscoverOutcome(BaseModel):
+    plan: DiscoverPlan
+    review: Review | None = None
+    cache_key: str = ""
+    reused: bool = False

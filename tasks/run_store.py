@@ -1,0 +1,200 @@
+"""The run directory: where every candidate, verdict, timing, log and lane result lives.
+
+    runs/<op>-<input hash>/
+      task/                       the frozen oracle (one per input; never re-frozen by a re-run)
+      progress.json               phase of the current invocation, read by `bakeoff run`'s display
+      discover/                   plan.json, results/, work/
+      lanes/<key>/                lane_result.json, progress.json, lane.log, sheet.md,
+                                  results/NNN-<candidate>.json, checks/<candidate>/, work/, roles/
+      report.md, report.json
+
+A lane's result is reused by a later run only when its cache key matches: the oracle hash, the
+frozen task's manifest (so the same baseline measurement), the lane's configuration and the
+code version all go into it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import threading
+from datetime import datetime, timezone
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from scripts import manifest
+from tasks.models import CandidateResult
+from tasks.results import LaneConfig, LaneResult
+
+ROOT = Path(__file__).resolve().parent.parent
+CODE_DIRS = ("flows", "tasks", "scripts", "templates", "roles")
+CODE_SUFFIXES = (".py", ".md", ".j2")
+
+
+def _sha(data: str) -> str:
+    return hashlib.sha256(data.encode()).hexdigest()
+
+
+@lru_cache(maxsize=1)
+def code_version() -> str:
+    """Hash of the code that produces results: any edit to it invalidates reused lanes."""
+    h = hashlib.sha256()
+    for top in CODE_DIRS:
+        for path in sorted((ROOT / top).rglob("*")):
+            if path.suffix in CODE_SUFFIXES and "__pycache__" not in path.parts:
+                h.update(path.relative_to(ROOT).as_posix().encode() + b"\0")
+                h.update(path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def input_key(kernel_path: Path) -> tuple[str, str]:
+    """(op name, short hash of the input's spec and sources): names the run directory."""
+    from scripts.formats import load_spec
+
+    spec, src = load_spec(Path(kernel_path))
+    files = manifest.build(src)
+    return spec.name, _sha(spec.model_dump_json() + json.dumps(files, sort_keys=True))[:12]
+
+
+def default_run_dir(kernel_path: Path, runs_root: Path = Path("runs")) -> Path:
+    name, key = input_key(kernel_path)
+    return Path(runs_root) / f"{name}-{key}"
+
+
+def task_identity(task_dir: Path) -> str:
+    """Hash of the frozen task's manifest: oracle plus the baseline measurement it holds."""
+    return _sha((Path(task_dir) / manifest.MANIFEST).read_text())[:16]
+
+
+def lane_cache_key(config: LaneConfig) -> str:
+    payload = config.model_dump(
+        mode="json", exclude={"run_dir", "task_dir", "attempt", "pin_index", "pool"}
+    )
+    payload["task"] = task_identity(Path(config.task_dir))
+    payload["code"] = code_version()
+    return _sha(json.dumps(payload, sort_keys=True))[:24]
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def write_json(path: Path, data) -> None:
+    """Write atomically, so a reader (the live display, a resumed run) never sees half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = (
+        data.model_dump_json(indent=1)
+        if isinstance(data, BaseModel)
+        else json.dumps(data, indent=1, default=str)
+    )
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(fd, "w") as f:
+        f.write(text + "\n")
+    os.replace(tmp, path)
+
+
+def read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+class RunStore:
+    def __init__(self, run_dir: Path):
+        self.root = Path(run_dir)
+
+    @property
+    def task_dir(self) -> Path:
+        return self.root / "task"
+
+    @property
+    def discover_dir(self) -> Path:
+        return self.root / "discover"
+
+    def lane(self, key: str) -> LaneStore:
+        return LaneStore(self.root / "lanes" / key)
+
+    def set_phase(self, phase: str, reset: bool = False, **fields) -> None:
+        current = {} if reset else read_json(self.root / "progress.json") or {}
+        current.update(fields, phase=phase, updated=now().isoformat())
+        write_json(self.root / "progress.json", current)
+
+    def progress(self) -> dict:
+        return read_json(self.root / "progress.json") or {}
+
+
+class LaneStore:
+    """Files of one lane. Thread-safe for the appends a lane makes while it runs."""
+
+    def __init__(self, lane_dir: Path):
+        self.root = Path(lane_dir)
+        self._lock = threading.Lock()
+
+    result_path = property(lambda self: self.root / "lane_result.json")
+    progress_path = property(lambda self: self.root / "progress.json")
+    log_path = property(lambda self: self.root / "lane.log")
+    work_dir = property(lambda self: self.root / "work")
+    roles_dir = property(lambda self: self.root / "roles")
+
+    def check_dir(self, candidate: str) -> Path:
+        return self.root / "checks" / candidate
+
+    def reusable(self, cache_key: str) -> LaneResult | None:
+        """A completed result from an earlier run with the same key; failed ones are re-run."""
+        data = read_json(self.result_path)
+        if not data:
+            return None
+        result = LaneResult.model_validate(data)
+        if result.cache_key == cache_key and result.status == "completed":
+            return result
+        return None
+
+    def load_result(self) -> LaneResult | None:
+        data = read_json(self.result_path)
+        return LaneResult.model_validate(data) if data else None
+
+    def write_result(self, result: LaneResult) -> None:
+        write_json(self.result_path, result)
+
+    def save_candidate(self, result: CandidateResult) -> int:
+        with self._lock:
+            results = self.root / "results"
+            index = len(list(results.glob("*.json"))) if results.is_dir() else 0
+            write_json(results / f"{index:03d}-{result.candidate.name}.json", result)
+            return index + 1
+
+    def saved_candidates(self) -> list[CandidateResult]:
+        results = self.root / "results"
+        if not results.is_dir():
+            return []
+        return [
+            CandidateResult.model_validate_json(p.read_text())
+            for p in sorted(results.glob("*.json"))
+        ]
+
+    def clear(self) -> None:
+        """Forget what an earlier attempt left (results, progress), keeping the directory."""
+        for p in sorted((self.root / "results").glob("*.json")):
+            p.unlink()
+        self.progress_path.unlink(missing_ok=True)
+
+    def progress(self, **fields) -> None:
+        with self._lock:
+            current = read_json(self.progress_path) or {}
+            current.update(fields, updated=now().isoformat())
+            write_json(self.progress_path, current)
+
+    def read_progress(self) -> dict:
+        return read_json(self.progress_path) or {}
+
+    def log(self, line: str) -> None:
+        with self._lock:
+            self.root.mkdir(parents=True, exist_ok=True)
+            with open(self.log_path, "a") as f:
+                f.write(f"{now().strftime('%H:%M:%S.%f')[:-3]} {line}\n")

@@ -1,0 +1,129 @@
+"""The device pool: detection, visible-devices variables, flock leases across threads and
+processes, and a killed holder giving its device back."""
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from scripts.errors import BadInput
+from tasks.gpu_pool import DevicePool, Devices, cpu_slot_count, resolve, visible_ids
+from tasks.results import PoolConfig
+
+from .conftest import ROOT
+
+
+def cpu_pool(tmp_path, n=2, mode="pool"):
+    return DevicePool(Devices("cpu", tuple(f"cpu{i}" for i in range(n))), mode, tmp_path)
+
+
+def test_visible_ids_follow_the_variables_already_set():
+    assert visible_ids("cuda", 4, {}) == ["0", "1", "2", "3"]
+    assert visible_ids("cuda", 2, {"CUDA_VISIBLE_DEVICES": "2,3"}) == ["2", "3"]
+    # ROCm: HIP indexes inside the ROCR-visible set; CUDA_VISIBLE_DEVICES is its alias.
+    assert visible_ids(
+        "rocm", 2, {"ROCR_VISIBLE_DEVICES": "4,5,6", "HIP_VISIBLE_DEVICES": "1,2"}
+    ) == [
+        "5",
+        "6",
+    ]
+    assert visible_ids("rocm", 2, {"CUDA_VISIBLE_DEVICES": "6,7"}) == ["6", "7"]
+    assert visible_ids("rocm", 8, {"ROCR_VISIBLE_DEVICES": "3"}) == ["3"]
+
+
+def test_lease_env_names_the_device_for_each_vendor():
+    assert Devices("cuda", ("0", "1")).env_for("1")["CUDA_VISIBLE_DEVICES"] == "1"
+    rocm = Devices("rocm", ("0", "5")).env_for("5")
+    assert rocm["ROCR_VISIBLE_DEVICES"] == "5" and rocm["HIP_VISIBLE_DEVICES"] == "0"
+    cpu = Devices("cpu", ("cpu0", "cpu1")).env_for("cpu1")
+    assert cpu["BAKEOFF_DEVICE"] == "cpu1" and cpu["CUDA_VISIBLE_DEVICES"] == ""
+    assert int(cpu["OMP_NUM_THREADS"]) >= 1
+
+
+def test_devices_that_do_not_exist_are_refused(monkeypatch):
+    monkeypatch.setenv("BAKEOFF_CPU_SLOTS", "2")
+    found = resolve(PoolConfig())
+    if found.kind == "cpu":
+        assert found.ids == ("cpu0", "cpu1")
+    with pytest.raises(BadInput, match="device 97 does not exist"):
+        resolve(PoolConfig(gpu_ids=["97"]))
+    with pytest.raises(BadInput, match="twice"):
+        resolve(PoolConfig(gpu_ids=[found.ids[0], found.ids[0]]))
+    with pytest.raises(BadInput, match="at least 1"):
+        cpu_slot_count(0)
+
+
+def test_pool_gives_each_thread_its_own_device_and_waits_when_all_are_busy(tmp_path):
+    pool = cpu_pool(tmp_path, n=2)
+    held, release, events = [], threading.Event(), []
+
+    def lane(name):
+        with pool.lease(name) as lease:
+            events.append(("got", name, lease.device, time.monotonic()))
+            held.append(lease.device)
+            release.wait(10)
+        events.append(("gave", name, lease.device, time.monotonic()))
+
+    threads = [threading.Thread(target=lane, args=(f"lane{i}",)) for i in range(2)]
+    for t in threads:
+        t.start()
+    while len(held) < 2:
+        time.sleep(0.01)
+    assert sorted(held) == ["cpu0", "cpu1"]
+    third = threading.Thread(target=lane, args=("lane2",))
+    third.start()
+    time.sleep(0.3)
+    assert len(held) == 2, "a third lane got a device while both were held"
+    release.set()
+    for t in [*threads, third]:
+        t.join(10)
+    got_third = next(e for e in events if e[:2] == ("got", "lane2"))
+    freed = [e for e in events if e[0] == "gave" and e[2] == got_third[2] and e[1] != "lane2"]
+    assert freed and freed[0][3] <= got_third[3]
+
+
+def test_pin_mode_gives_lane_i_device_i(tmp_path):
+    pool = cpu_pool(tmp_path, n=2, mode="pin")
+    with pool.lease("a", pin_index=1) as lease:
+        assert lease.device == "cpu1"
+        cancel = threading.Event()
+        threading.Timer(0.3, cancel.set).start()
+        with pytest.raises(TimeoutError):  # lane 3 is pinned to the same, busy, device
+            with pool.lease("b", pin_index=3, cancel=cancel):
+                pass
+        with pool.lease("c", pin_index=2) as other:
+            assert other.device == "cpu0"
+    assert lease.end is not None and lease.end >= lease.start
+
+
+def test_killed_holder_gives_its_device_back(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "BAKEOFF_LOCK_DIR": str(tmp_path)}
+    holder = subprocess.Popen(
+        [sys.executable, "-m", "tasks.gpu_pool", "--cpu-slots", "1", "hold"],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "holding cpu0"
+        pool = cpu_pool(tmp_path, n=1)
+        assert pool.holders()["cpu0"]["pid"] == holder.pid
+        cancel = threading.Event()
+        threading.Timer(0.3, cancel.set).start()
+        with pytest.raises(TimeoutError):
+            with pool.lease("waits", cancel=cancel):
+                pass
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(10)
+        started = time.monotonic()
+        with pool.lease("after the kill") as lease:
+            assert lease.device == "cpu0"
+        assert time.monotonic() - started < 1.0
+        assert pool.holders() == {"cpu0": None}
+    finally:
+        holder.kill()
+        holder.wait()
