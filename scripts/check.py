@@ -22,10 +22,9 @@ from pydantic import ValidationError
 
 from scripts import manifest, protocol, sandbox
 from scripts.errors import BadInput
+from scripts.judge import CHILD_PGID, HARNESS_DIR, REPO_ROOT
 from scripts.verdict import Status, Verdict
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-HARNESS_DIR = Path(__file__).resolve().parent
 _HARNESS_AT_IMPORT = manifest.build(HARNESS_DIR)
 _FIRST_SEEN: dict[str, str] = {}  # task directory -> sha256 of its MANIFEST.json, this process
 
@@ -149,8 +148,6 @@ def _run_judge(request: protocol.JudgeRequest, device_env, workdir: Path | None)
 def _kill_candidate_group(workdir: Path) -> None:
     """The judge ended abnormally: its candidate's process group may still be running. The
     recorded group is killed only if its leader is still a candidate's process."""
-    from scripts.judge import CHILD_PGID
-
     try:
         pgid = int((workdir / CHILD_PGID).read_text())
         leader = Path(f"/proc/{pgid}/cmdline").read_bytes().split(b"\0")

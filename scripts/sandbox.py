@@ -184,7 +184,6 @@ def describe_exit(returncode: int | None) -> str:
 class Finished:
     returncode: int | None
     timed_out: bool
-    wall_s: float
     markers: list[tuple[str, int]] = field(default_factory=list)  # (line, ns when written)
     killed: int = 0
 
@@ -331,7 +330,6 @@ class Child:
         return Finished(
             returncode=self.proc.returncode,
             timed_out=timed_out,
-            wall_s=time.monotonic() - self._start,
             markers=self._markers.stop() if self._markers else [],
             killed=killed,
         )
