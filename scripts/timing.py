@@ -61,6 +61,9 @@ class Clock:
         t0 = self._now()
         self._record(start)
         out = fn(*args)
+        # Device-wide sync before the end event: work the call left on other streams is timed too
+        # (a side stream the caller's stream never waits for must not look free).
+        self._sync()
         self._record(end)
         self._sync()
         t1 = self._now()

@@ -68,6 +68,18 @@ def test_gpu_only_cases(path, task):
     assert verdict.status.value in expected(path), describe(verdict)
 
 
+def test_unjoined_side_stream_gains_nothing(task):
+    gpu = ROOT / "tests/corpus/gpu"
+    hidden = check(task, gpu / "side_stream_unjoined.py", **OPTIONS)
+    if hidden.status is Status.FLAGGED:
+        return
+    joined = check(task, gpu / "side_stream_joined.py", **OPTIONS)
+    assert joined.status is Status.PASSED, describe(joined)
+    for h, j in zip(hidden.workloads, joined.workloads):
+        # Same work, one stream hidden: timed no faster than the honest version, within noise.
+        assert h.timing.median_ms >= 0.9 * j.timing.median_ms, (describe(hidden), describe(joined))
+
+
 @pytest.mark.parametrize("path", corpus("honest"), ids=lambda p: p.stem)
 def test_honest_corpus_passes_on_gpu(path, task):
     verdict = check(task, path, **OPTIONS)
