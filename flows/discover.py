@@ -59,6 +59,7 @@ def discover(
         logger.info("reusing Discover's outcome from an earlier run with the same key")
         return DiscoverOutcome.model_validate(earlier).model_copy(update={"reused": True})
     store.clear()
+    outcome_path.unlink(missing_ok=True)
     spec = json.loads((Path(task_dir) / "spec.json").read_text())
     baseline = json.loads((Path(task_dir) / "baseline.json").read_text())
     device_pool = DevicePool.from_config(pool or PoolConfig())

@@ -56,6 +56,7 @@ def regression(
     runs_root: str = "runs/nightly",
     gpu_ids: list[str] | None = None,
     gpu_mode: str = "pool",
+    agents: dict[str, str] | None = None,
     artifact_key: str = "nightly-bakeoff",
 ) -> list[dict]:
     logger = get_run_logger()
@@ -70,7 +71,12 @@ def regression(
         try:
             with subflows_without_heartbeats():
                 rep = bakeoff(
-                    **entry, runs_root=str(night), gpu_ids=gpu_ids, gpu_mode=gpu_mode, fresh=True
+                    **entry,
+                    runs_root=str(night),
+                    gpu_ids=gpu_ids,
+                    gpu_mode=gpu_mode,
+                    agents=agents,
+                    fresh=True,
                 )
         except Exception as exc:
             row.update(status="failed", reason=f"{type(exc).__name__}: {exc}")

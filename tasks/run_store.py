@@ -179,7 +179,12 @@ class LaneStore:
         ]
 
     def clear(self) -> None:
-        """Forget what an earlier attempt left (results, progress), keeping the directory."""
+        """Forget an earlier attempt's result, results and progress before a new attempt.
+
+        The result goes first: an attempt killed half-way must not leave an earlier completed
+        result behind for a later run to reuse over files this attempt has since rewritten.
+        """
+        self.result_path.unlink(missing_ok=True)
         for p in sorted((self.root / "results").glob("*.json")):
             p.unlink()
         self.progress_path.unlink(missing_ok=True)

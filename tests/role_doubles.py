@@ -1,26 +1,70 @@
-"""Role responders that misbehave on purpose, for the flow tests (named in `agents`).
+"""Role responders for the flow tests, named in `agents` like any drop-in responder.
 
-Each one fails in exactly one lane, the `triton` lane, and answers like the deterministic
-responder everywhere else, so a test sees one lane fail while the others finish. They are
-real responders run through the real role wrapper; only their behaviour is contrived.
+QUICK answers the planner and the lane roles fast, so the tests of the orchestration do not
+wait on the backends' searches: the planner plans the input's language and Triton, and a lane
+has copies of the frozen baseline checked by the real harness through its `check_fn`. The
+others fail on purpose in exactly one lane, the `triton` lane, and answer like QUICK
+elsewhere, so a test sees one lane fail while the others finish.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
 import threading
 from pathlib import Path
 
 from tasks import roles_default
-from tasks.models import CandidateRef
+from tasks.models import CandidateRef, DiscoverPlan, PlanEntry
 from tasks.results import SearchOutcome
 
 FAULTY_LANE = "triton"
+QUICK = {
+    "planner": "tests.role_doubles:plan_input_and_triton",
+    "optimizer": "tests.role_doubles:baseline_copies",
+    "author": "tests.role_doubles:baseline_copies",
+}
 
 
 def _lane(request) -> str:
     return Path(request.record_dir).parent.name  # lanes/<key>/roles
+
+
+def plan_input_and_triton(request) -> DiscoverPlan:
+    task_dir = Path(request.inputs["task_dir"])
+    spec = json.loads((task_dir / "spec.json").read_text())
+    baseline = json.loads((task_dir / "baseline.json").read_text())
+    return DiscoverPlan(
+        baseline_ms={k: v["median_ms"] for k, v in baseline["workloads"].items()},
+        plan=[
+            PlanEntry(language=spec["language"], mode="optimize"),
+            PlanEntry(language="triton", mode="author"),
+        ],
+    )
+
+
+def baseline_copies(request) -> SearchOutcome:
+    """`budget` copies of the frozen baseline, each checked on the lane's device."""
+    i = request.inputs
+    source = Path(i["workdir"]) / "copy"
+    if not source.exists():
+        shutil.copytree(Path(i["task_dir"]) / "baseline_src", source)
+        for p in [source, *source.rglob("*")]:
+            p.chmod(0o755 if p.is_dir() else 0o644)
+    check = i["evaluator"].bind(request.deadline)
+    lane = _lane(request)
+    return SearchOutcome(
+        candidates=[
+            check(
+                CandidateRef(
+                    name=f"{lane}-copy{n}", language=i["language"], mode=i["mode"], path=str(source)
+                )
+            )
+            for n in range(i["budget"])
+        ]
+    )
 
 
 def reviewer_down_in_triton(request):
@@ -33,13 +77,13 @@ def reviewer_down_in_triton(request):
 def author_raises_in_triton(request):
     if _lane(request) == FAULTY_LANE:
         raise RuntimeError("fault injected by the test")
-    return roles_default.search(request)
+    return baseline_copies(request)
 
 
 def author_kills_its_process_in_triton(request):
     if _lane(request) == FAULTY_LANE:
         os.kill(os.getpid(), signal.SIGKILL)  # as the OOM killer would
-    return roles_default.search(request)
+    return baseline_copies(request)
 
 
 BROKEN = {
@@ -60,8 +104,7 @@ def search_with_broken_candidates(request):
         path.write_text(source)
         ref = CandidateRef(name=name, language="torch", mode="optimize", path=str(path.parent))
         results.append(check(ref))
-    rest = roles_default.search(request).candidates
-    return SearchOutcome(candidates=results + rest)
+    return SearchOutcome(candidates=results + baseline_copies(request).candidates)
 
 
 async def never_answers_async(request):

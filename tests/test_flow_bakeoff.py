@@ -1,5 +1,8 @@
 """The bake-off flow on a real (temporary) Prefect server: lanes in parallel over the pool,
-the report and its artifacts, reuse of finished lanes, and faults that fail one lane only."""
+the report and its artifacts, reuse of finished lanes, and faults that fail one lane only.
+
+The planner and the lanes' searches are the quick test responders (tests/role_doubles.py):
+these tests are about the orchestration; `bakeoff run` in test_flow_cli runs the real ones."""
 
 import itertools
 import os
@@ -11,6 +14,7 @@ from tasks.gpu_pool import DevicePool, resolve
 from tasks.results import PoolConfig
 
 from .conftest import EXAMPLES
+from .role_doubles import QUICK
 
 pytestmark = pytest.mark.slow
 
@@ -69,7 +73,7 @@ def test_lane_whose_agent_never_answers_fails_alone_and_a_rerun_redoes_only_it(
         backends=["triton"],
         budget=1,
         run_dir=str(run_dir),
-        agents={"reviewer": "tests.role_doubles:reviewer_down_in_triton"},
+        agents={**QUICK, "reviewer": "tests.role_doubles:reviewer_down_in_triton"},
         agent_timeout_s=1.0,
         agent_retries=1,
     )
@@ -117,6 +121,7 @@ def test_crashing_role_and_broken_candidates_are_recorded(prefect_api, cpu_slots
         run_dir=str(tmp_path / "run"),
         check_timeout_s=8,
         agents={
+            **QUICK,
             "author": "tests.role_doubles:author_raises_in_triton",
             "optimizer": "tests.role_doubles:search_with_broken_candidates",
         },

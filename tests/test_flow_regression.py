@@ -5,6 +5,7 @@ import pytest
 from scripts.errors import BadInput
 
 from .conftest import EXAMPLES, ROOT
+from .role_doubles import QUICK
 
 pytestmark = pytest.mark.slow
 
@@ -48,7 +49,9 @@ def test_nightly_runs_every_kernel_and_summarises(prefect_api, tmp_path, monkeyp
         f"[[kernels]]\npath = '{EXAMPLES / 'rmsnorm_torch'}'\n\n"
         f"[[kernels]]\npath = '{tmp_path / 'missing_op'}'\n"
     )
-    rows = regression(str(suite), runs_root=str(tmp_path / "nightly"), artifact_key="test-nightly")
+    rows = regression(
+        str(suite), runs_root=str(tmp_path / "nightly"), agents=QUICK, artifact_key="test-nightly"
+    )
     assert [r["status"] for r in rows] == ["completed", "failed"]
     assert "no such file or directory" in rows[1]["reason"]
     summary = next((tmp_path / "nightly").glob("*/summary.md")).read_text()

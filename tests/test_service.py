@@ -2,7 +2,7 @@
 the deployments of prefect.yaml, process workers, the report artifact and the UI.
 
 Needs PostgreSQL's server binaries (`.ci/run` installs Debian's `postgresql`); without them
-the tests skip and say so.
+the tests skip and say so. Lanes use the quick test responders (tests/role_doubles.py).
 """
 
 import glob
@@ -23,6 +23,7 @@ import pytest
 from tasks.gpu_pool import DevicePool, Devices
 
 from .conftest import EXAMPLES, ROOT
+from .role_doubles import QUICK
 
 pytestmark = pytest.mark.slow
 
@@ -210,6 +211,8 @@ def test_deployment_runs_on_a_worker_and_publishes_the_report(service, tmp_path)
         "budget=1",
         "--param",
         f"runs_root={tmp_path / 'runs'}",
+        "--param",
+        f"agents={json.dumps(QUICK)}",
         "--watch",
         "--watch-timeout",
         "400",
@@ -252,7 +255,7 @@ def test_two_workers_share_the_lane_pool_and_a_killed_lane_gives_its_device_back
         "runs_root": str(tmp_path / "runs"),
         "dispatch": "deployment",
         "lane_deployment": "lane/local",
-        "agents": {"author": "tests.role_doubles:author_kills_its_process_in_triton"},
+        "agents": {**QUICK, "author": "tests.role_doubles:author_kills_its_process_in_triton"},
     }
     service.prefect(
         "deployment",
