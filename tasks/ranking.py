@@ -54,6 +54,8 @@ def _status(
         return "lane-failed", failed_reason
     if result.candidate.mode == "baseline":
         return "baseline", "the input re-measured by Discover; never a winner"
+    if review is not None and result.candidate.name in review.flagged:
+        return "flagged", "; ".join(review.flagged[result.candidate.name])
     if review is None or review.candidate != result.candidate.name:
         return "passed", "not the best of its lane, so not reviewed"
     if review.decision != "accepted":

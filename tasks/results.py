@@ -72,6 +72,7 @@ class Review(BaseModel):
     candidate: str | None  # None: nothing passed, nothing to review
     decision: Literal["accepted", "flagged", "nothing-to-review"]
     reasons: list[str] = Field(default_factory=list)
+    flagged: dict[str, list[str]] = Field(default_factory=dict)  # faster candidates passed over
 
 
 class SearchOutcome(BaseModel):

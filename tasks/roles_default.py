@@ -19,9 +19,6 @@ from tasks.results import Review, SearchOutcome
 # unstable device: its speedup is not a number to act on.
 MAX_RELATIVE_SPREAD = 0.25
 MIN_SAMPLES = 5
-# The judge's wall clock per call can include launch overhead but never be much below the
-# device timer; far below it means the device timer did not see the work.
-MIN_WALL_TO_DEVICE = 0.5
 
 
 def plan_from_measurements(request: RoleRequest) -> DiscoverPlan:
@@ -50,8 +47,8 @@ def search(request: RoleRequest) -> SearchOutcome:
     return SearchOutcome(candidates=results)
 
 
-def best_passed(candidates: list[CandidateResult]) -> CandidateResult | None:
-    """The fastest candidate that passed every workload; the input re-measured never counts."""
+def passed_by_speed(candidates: list[CandidateResult]) -> list[CandidateResult]:
+    """Candidates that passed every workload, fastest first; the input re-measured never counts."""
     passed = [
         c
         for c in candidates
@@ -59,19 +56,21 @@ def best_passed(candidates: list[CandidateResult]) -> CandidateResult | None:
         and c.verdict.speedup is not None
         and c.candidate.mode != "baseline"
     ]
-    return max(passed, key=lambda c: c.verdict.speedup, default=None)
+    return sorted(passed, key=lambda c: c.verdict.speedup, reverse=True)
 
 
-def review_candidates(candidates: list[CandidateResult]) -> Review:
-    best = best_passed(candidates)
-    if best is None:
-        return Review(
-            candidate=None,
-            decision="nothing-to-review",
-            reasons=["no candidate passed every workload"],
-        )
+def best_passed(candidates: list[CandidateResult]) -> CandidateResult | None:
+    ranked = passed_by_speed(candidates)
+    return ranked[0] if ranked else None
+
+
+def timing_doubts(result: CandidateResult) -> list[str]:
+    """Why this candidate's timings are not numbers to act on (empty when they are).
+
+    Whether the timer saw all the work is the harness's question (it FLAGs such verdicts); the
+    reviewer asks whether the samples were taken on a quiet device and are enough of them."""
     reasons = []
-    for w in best.verdict.workloads:
+    for w in result.verdict.workloads:
         t = w.timing
         if t is None:
             continue
@@ -85,20 +84,34 @@ def review_candidates(candidates: list[CandidateResult]) -> Review:
             reasons.append(
                 f"workload {w.workload}: only {t.sample_count} timed samples (< {MIN_SAMPLES})"
             )
-        if t.wall_ms_per_call is not None and t.wall_ms_per_call < MIN_WALL_TO_DEVICE * t.median_ms:
-            reasons.append(
-                f"workload {w.workload}: wall clock {t.wall_ms_per_call:.4g} ms per call is under "
-                f"half the device timer's {t.median_ms:.4g} ms"
-            )
-    if reasons:
-        return Review(candidate=best.candidate.name, decision="flagged", reasons=reasons)
-    return Review(
-        candidate=best.candidate.name,
-        decision="accepted",
-        reasons=[
-            f"passed every workload, {best.verdict.speedup:.3g}x, timing spread within bounds"
-        ],
-    )
+    return reasons
+
+
+def review_candidates(candidates: list[CandidateResult]) -> Review:
+    """Accept the fastest passed candidate whose timings hold up; name the faster ones that did not."""
+    ranked = passed_by_speed(candidates)
+    if not ranked:
+        return Review(
+            candidate=None,
+            decision="nothing-to-review",
+            reasons=["no candidate passed every workload"],
+        )
+    flagged: dict[str, list[str]] = {}
+    for result in ranked:
+        doubts = timing_doubts(result)
+        if doubts:
+            flagged[result.candidate.name] = doubts
+            continue
+        return Review(
+            candidate=result.candidate.name,
+            decision="accepted",
+            reasons=[
+                f"passed every workload, {result.verdict.speedup:.3g}x, timing spread within bounds"
+            ],
+            flagged=flagged,
+        )
+    best = ranked[0].candidate.name
+    return Review(candidate=best, decision="flagged", reasons=flagged[best], flagged=flagged)
 
 
 def review(request: RoleRequest) -> Review:

@@ -207,3 +207,25 @@ def test_no_winner_when_the_best_is_within_the_spread(task_dir):
     )
     assert winner is None
     assert rows[0].status == "within-noise" and rows[0].margin > 0.05
+
+
+def test_reviewer_passes_over_a_noisy_fastest_candidate_to_a_clean_one(task_dir):
+    from tasks.roles_default import review_candidates
+
+    noisy, clean, slow = result("noisy", 3.0, spread=1.0), result("clean", 2.0), result("slow", 1.5)
+    review = review_candidates([slow, noisy, clean])
+    assert review.decision == "accepted" and review.candidate == "clean"
+    assert list(review.flagged) == ["noisy"] and "busy or unstable" in review.flagged["noisy"][0]
+
+    rows, winner = rank([lane("torch", [slow, noisy, clean], review)], None, task_dir)
+    by_name = {r.name: r for r in rows}
+    assert winner is not None and winner.name == "clean"
+    assert by_name["noisy"].status == "flagged" and by_name["slow"].status == "passed"
+
+
+def test_reviewer_flags_when_every_passed_candidate_is_noisy():
+    from tasks.roles_default import review_candidates
+
+    review = review_candidates([result("n1", 3.0, spread=1.0), result("n2", 2.0, spread=1.0)])
+    assert review.decision == "flagged" and review.candidate == "n1"
+    assert set(review.flagged) == {"n1", "n2"}
