@@ -59,11 +59,6 @@ def passed_by_speed(candidates: list[CandidateResult]) -> list[CandidateResult]:
     return sorted(passed, key=lambda c: c.verdict.speedup, reverse=True)
 
 
-def best_passed(candidates: list[CandidateResult]) -> CandidateResult | None:
-    ranked = passed_by_speed(candidates)
-    return ranked[0] if ranked else None
-
-
 def timing_doubts(result: CandidateResult) -> list[str]:
     """Why this candidate's timings are not numbers to act on (empty when they are).
 
