@@ -3,10 +3,12 @@
     python -m benchmarks.harness_overhead [--samples 30] [--large-elements N]
 
 Freezes a trivial op (y = 2x) with a tiny workload and one large enough to run >= 100 us on a
-GPU, then checks its own kernel twice, each in a separate check (separate judge and candidate
-processes). Reports, per check, the harness's own seconds per candidate-workload: the check's
-wall time minus the time spent inside the candidate (loading it and all its calls), divided by
-the number of workloads; and, per workload, the two checks' medians and how far apart they are.
+GPU, then checks its own kernel `--checks` times, each in a separate check (separate judge and
+candidate processes; forked from the warm server that the freeze started, unless
+BAKEOFF_WARM_START=0). Reports, per check, the harness's own seconds per candidate-workload:
+the check's wall time minus the time spent inside the candidate (loading it and all its calls),
+divided by the number of workloads; and, per workload, every check's median and the largest
+relative difference between two of them.
 Needs only torch (+ triton) and pydantic; runs on a GPU when torch sees one, else on the CPU.
 """
 
@@ -23,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+from scripts import forkserver
 from scripts.arch import detect, flush_bytes
 from scripts.check import check
 from scripts.freeze import freeze, measure_baseline
@@ -89,6 +92,7 @@ def flush_ms(device: str) -> tuple[float, int]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=30, help="timed samples per workload")
+    parser.add_argument("--checks", type=int, default=3, help="separate checks of the candidate")
     parser.add_argument(
         "--large-elements",
         type=int,
@@ -109,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         freeze_s = time.monotonic() - started
         verdicts = []
-        for _ in range(2):
+        for _ in range(args.checks):
             started = time.monotonic()
             verdict = check(task, op / "kernel.py", samples=args.samples)
             verdicts.append((verdict, time.monotonic() - started))
@@ -123,7 +127,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"device: {name}; torch {torch.__version__}; python {platform.python_version()}")
     print(f"samples per workload: {args.samples}; large workload: {large} float32 elements")
     print(f"freeze (baseline through the same path): {freeze_s:.2f} s")
-    print(f"fresh python importing torch (judge and candidate each): {startup_seconds():.2f} s")
+    print(f"fresh python importing torch (what a cold start pays): {startup_seconds():.2f} s")
+    warm = "off (BAKEOFF_WARM_START=0)" if not forkserver.enabled() else "on"
+    print(f"warm start (judge and candidate forked from a server that imported torch): {warm}")
     print(
         f"cache flush before each sample: {flush:.2f} ms ({flush_size >> 20} MiB), "
         f"{flush * args.samples * count / 1e3:.2f} s per check"
@@ -138,14 +144,15 @@ def main(argv: list[str] | None = None) -> int:
             f"| {harness / count:.2f} |"
         )
     print()
-    print("| workload | median ms, check 1 | median ms, check 2 | apart | spread (IQR) ms, 1 / 2 |")
-    print("| --- | --- | --- | --- | --- |")
-    for first, second in zip(verdicts[0][0].workloads, verdicts[1][0].workloads):
-        a, b = first.timing, second.timing
-        apart = abs(a.median_ms - b.median_ms) / ((a.median_ms + b.median_ms) / 2)
+    print("| workload | median ms per check | largest difference | spread (IQR) ms per check |")
+    print("| --- | --- | --- | --- |")
+    for i, first in enumerate(verdicts[0][0].workloads):
+        timings = [v.workloads[i].timing for v, _ in verdicts]
+        medians = [t.median_ms for t in timings]
+        apart = (max(medians) - min(medians)) / min(medians)
         print(
-            f"| {first.workload} | {a.median_ms:.4f} | {b.median_ms:.4f} | {100 * apart:.2f}% "
-            f"| {a.spread_ms:.4f} / {b.spread_ms:.4f} |"
+            f"| {first.workload} | {' / '.join(f'{m:.4f}' for m in medians)} | {100 * apart:.2f}% "
+            f"| {' / '.join(f'{t.spread_ms:.4f}' for t in timings)} |"
         )
     return 0
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from scripts import manifest, protocol, sandbox
+from scripts import forkserver, manifest, protocol, sandbox
 from scripts.errors import BadInput
 from scripts.judge import CHILD_PGID, HARNESS_DIR, REPO_ROOT
 from scripts.verdict import Status, Verdict
@@ -121,8 +121,8 @@ def _run_judge(request: protocol.JudgeRequest, device_env, workdir: Path | None)
         request_path, verdict_path = workdir / "request.json", workdir / "verdict.json"
         sandbox.write_new(request_path, request.model_dump_json())
         verdict_path.unlink(missing_ok=True)
-        finished = sandbox.run(
-            [sys.executable, "-m", "scripts.judge", str(request_path), str(verdict_path)],
+        finished = _start_judge(
+            [str(request_path), str(verdict_path)],
             env=_judge_env(device_env),
             cwd=workdir,
             log_path=workdir / "judge.log",
@@ -145,13 +145,29 @@ def _run_judge(request: protocol.JudgeRequest, device_env, workdir: Path | None)
     )
 
 
+def _start_judge(argv: list[str], **how) -> sandbox.Finished:
+    """Run the judge: forked by a warm server (`scripts.forkserver`) when one is usable, else
+    as a fresh interpreter."""
+    server = forkserver.server_for(how["env"])
+    finished = server.run("scripts.judge", argv, **how) if server else None
+    if finished is None:
+        finished = sandbox.run([sys.executable, "-m", "scripts.judge", *argv], **how)
+    return finished
+
+
 def _kill_candidate_group(workdir: Path) -> None:
     """The judge ended abnormally: its candidate's process group may still be running. The
     recorded group is killed only if its leader is still a candidate's process."""
     try:
         pgid = int((workdir / CHILD_PGID).read_text())
         leader = Path(f"/proc/{pgid}/cmdline").read_bytes().split(b"\0")
-        if pgid > 1 and pgid != os.getpgrp() and b"scripts.child" in leader:
+        started_as = {b"scripts.child", b"scripts.forkserver"}  # forked ones keep the server's
+        if (
+            pgid > 1
+            and pgid != os.getpgrp()
+            and pgid not in forkserver.server_pids()
+            and started_as & set(leader)
+        ):
             os.killpg(pgid, signal.SIGKILL)
     except (OSError, ValueError):
         pass

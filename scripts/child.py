@@ -27,14 +27,9 @@ _REPLACE = os.replace
 
 import faulthandler  # noqa: E402
 
-from scripts import sandbox  # noqa: E402
-
-sandbox.confine_self()
-faulthandler.enable()  # a crash leaves its Python stack in the output tail
-
 import torch  # noqa: E402  (after the captures above)
 
-from scripts import compare, protocol, tensorfile, timing  # noqa: E402
+from scripts import compare, protocol, sandbox, tensorfile, timing  # noqa: E402
 from scripts.arch import detect, flush_bytes  # noqa: E402
 from scripts.fingerprint import device_kind  # noqa: E402
 from scripts.formats import module_for  # noqa: E402
@@ -281,12 +276,15 @@ class Runner:
         self.run(self.warm_clocks, args)
         projectors = None
         slots: list[list] = []  # input buffers reused in turn, refilled with fresh values
+        tails, idle_tails = [], []
         for k, seed in enumerate(seeds.sample_seeds):
             what = f"timed call {k + 1}"
             args = self.refill(slots, k, self.inputs(wl, seed))
             before = self.keep(args)
-            self.flush()
-            result, ms, host_ms = self.run(self.clock.time, self.fn, args)
+            result, ms, host_ms = self.run(self.clock.time, self.fn, args, self.flush)
+            self.spent_ns -= self.clock.before_ns  # the flush is the harness's time
+            tails.append(self.clock.tail_ms)
+            idle_tails.append(self.clock.idle_tail())
             outs = self.outputs(result, what)
             snaps = self.snapshot(outs)
             if [tuple(s.shape) for s in snaps] != shapes:
@@ -302,6 +300,7 @@ class Runner:
             self.check_after(args, before, outs, snaps, what)
             record.samples_ms.append(ms)
             record.host_ms.append(host_ms)
+        record.samples_ms = timing.settle(record.samples_ms, tails, idle_tails)
         record.wall_calls = timing.wall_calls(record.samples_ms, record.host_ms)
         args = self.inputs(wl, seeds.wall_seed)
         for block in range(self.request.wall_blocks):  # timed by the judge, from these markers
@@ -313,6 +312,8 @@ class Runner:
 
 
 def main(argv: list[str]) -> int:
+    sandbox.confine_self()
+    faulthandler.enable()  # a crash leaves its Python stack in the output tail
     request = protocol.ChildRequest.model_validate_json(Path(argv[0]).read_text())
     results = Results(Path(request.results), int(argv[1]))
     device = device_kind()

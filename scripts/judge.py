@@ -33,6 +33,27 @@ HARNESS_DIR = Path(__file__).resolve().parent
 TAIL_CHARS = 2000
 CHILD_PGID = "candidate.pgid"
 _rng = random.SystemRandom()
+# Variables that torch, Triton, the device runtimes or the interpreter may read when imported.
+READ_AT_IMPORT = (
+    "PYTORCH_",
+    "TORCH",
+    "CUDA",
+    "CUBLAS",
+    "NVIDIA_",
+    "HIP",
+    "ROCM",
+    "ROCR_",
+    "HSA_",
+    "AMD_",
+    "OMP_",
+    "KMP_",
+    "GOMP_",
+    "MKL_",
+    "TRITON_",
+    "LD_",
+    "PYTHON",
+    "NCCL_",
+)
 
 
 def fresh_seed() -> int:
@@ -171,11 +192,12 @@ class Judge:
             timeout_s=self.req.timeout_s,
             with_markers=True,
             sweep=True,
+            fork=self._can_fork(),
         )
         sandbox.write_new(
             self.workdir / CHILD_PGID, str(child.proc.pid)
         )  # for check(), should we hang
-        _preload()  # import torch and the formats while the candidate starts up
+        _preload()  # import torch and the formats (if not forked warm) while the candidate runs
         finished = child.wait()
         problem = tampering(before, snapshot(self.task))
         results = Results(scratch / "results", len(self.spec.workloads))
@@ -183,6 +205,19 @@ class Judge:
         for leftover in (scratch / "results").glob("*.bin"):
             leftover.unlink()
         return verdict
+
+    def _can_fork(self) -> bool:
+        """Fork the candidate's process from this one (skipping its interpreter start and torch
+        import) when this judge was itself forked warm and has not touched a device yet. A
+        candidate whose environment sets what torch, Triton or their runtimes may have read on
+        import (`READ_AT_IMPORT`) starts fresh instead."""
+        if "scripts.child" not in sys.modules:
+            return False
+        if any(name.upper().startswith(READ_AT_IMPORT) for name in self.req.candidate_env):
+            return False
+        import torch
+
+        return not torch.cuda.is_initialized()
 
     def verdict(self, finished, results: Results, tamper: str | None, output: str) -> Verdict:
         from scripts import arch
@@ -269,8 +304,9 @@ class Judge:
 
 
 def _preload() -> None:
-    """Imports and the device context, made while the candidate's process starts (no kernels)."""
-    import torch
+    """Imports made while the candidate runs. Not the device context: creating one on the
+    candidate's device while it is being timed would disturb its samples."""
+    import torch  # noqa: F401
 
     import scripts.compare  # noqa: F401
     import scripts.formats  # noqa: F401
@@ -280,8 +316,6 @@ def _preload() -> None:
         import triton.language  # noqa: F401
     except ImportError:
         pass
-    if torch.cuda.is_available():
-        torch.empty(1, device="cuda")  # creates the context: an allocation, no kernel
 
 
 def _write(path: Path, text: str) -> None:

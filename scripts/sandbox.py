@@ -11,7 +11,10 @@ signal, the kernel's times for the marker lines) is trusted.
 
 from __future__ import annotations
 
+import atexit
 import ctypes
+import importlib
+import io
 import os
 import resource
 import select
@@ -19,8 +22,11 @@ import signal
 import socket
 import struct
 import subprocess
+import sys
+import tempfile
 import threading
 import time
+import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -289,7 +295,9 @@ class Child:
     With `with_markers`, the child gets the file descriptor of a datagram socket as its last
     argument; each line it writes there comes back with the time it was written (`Markers`).
     With `sweep`, `wait` also kills every other descendant of this process: only for a
-    subreaper whose sole child this is (the judge), never in a process that runs other work."""
+    subreaper whose sole child this is (the judge), never in a process that runs other work.
+    With `fork`, argv must read `[python, "-m", module, *args]` and the module runs in a fork of
+    this process (`fork_module`) instead of a new interpreter."""
 
     def __init__(
         self,
@@ -301,15 +309,21 @@ class Child:
         timeout_s: float,
         with_markers: bool = False,
         sweep: bool = False,
+        fork: bool = False,
     ):
         self.timeout_s = timeout_s
         self.sweep = sweep
         self._markers = Markers() if with_markers else None
         fds = (self._markers.theirs.fileno(),) if with_markers else ()
         self._start = time.monotonic()
-        self.proc = spawn(
-            [*argv, *map(str, fds)], env=env, cwd=cwd, log_path=log_path, pass_fds=fds
-        )
+        if fork:  # argv is [python, "-m", module, *args]: run module.main(args) in a fork
+            module, args = argv[2], [*argv[3:], *map(str, fds)]
+            pid = fork_module(module, args, env=env, cwd=cwd, log_path=log_path, keep_fds=fds)
+            self.proc = Forked(pid)
+        else:
+            self.proc = spawn(
+                [*argv, *map(str, fds)], env=env, cwd=cwd, log_path=log_path, pass_fds=fds
+            )
         if self._markers:
             self._markers.start()
 
@@ -338,3 +352,85 @@ class Child:
 def run(argv: list[str], **kwargs) -> Finished:
     """Run `argv` as a `Child` (same keyword arguments) and wait for it."""
     return Child(argv, **kwargs).wait()
+
+
+def fork_module(
+    module: str, argv: list[str], *, env: dict[str, str], cwd: Path, log_path: Path, keep_fds=()
+) -> int:
+    """Fork a process that runs `module.main(argv)` as `spawn` would run `python -m module`: its
+    own session, `cwd`, exactly `env`, output to `log_path`, no other inherited descriptors.
+
+    It skips the interpreter's start and the imports this process already made (torch takes
+    seconds). Only for a single-threaded caller that has not initialised a GPU."""
+    with new_file(log_path) as log:
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        pid = os.fork()
+        if pid:
+            return pid
+        code = 1
+        try:
+            os.setsid()
+            os.chdir(cwd)
+            _redirect(log.fileno(), keep_fds)
+            os.environ.clear()
+            os.environ.update(env)
+            tempfile.tempdir = None  # chosen afresh from TMPDIR
+            sys.argv = [module, *argv]
+            target = importlib.import_module(module)
+            sys.modules["__main__"] = target  # as `python -m module` has it
+            code = target.main(argv)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            atexit._run_exitfuncs()  # an interpreter's exit runs them; os._exit would not
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except Exception:
+                    pass
+            os._exit(code or 0)
+
+
+def _redirect(log_fd: int, keep_fds) -> None:
+    """stdin from /dev/null, stdout and stderr to `log_fd` (unbuffered), other fds closed."""
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(log_fd, 1)
+    os.dup2(log_fd, 2)
+    keep = {0, 1, 2, *keep_fds}
+    for name in os.listdir("/proc/self/fd") if Path("/proc/self/fd").is_dir() else []:
+        fd = int(name)
+        if fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    sys.stdin = open(0, closefd=False)  # noqa: SIM115
+    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=True)
+    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), write_through=True)
+
+
+class Forked:
+    """The part of `subprocess.Popen` that `Child` uses, for a process made by `fork_module`."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        end = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if end is not None and time.monotonic() >= end:
+                raise subprocess.TimeoutExpired(str(self.pid), timeout)
+            time.sleep(0.005)
+        return self.returncode

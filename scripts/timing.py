@@ -1,7 +1,9 @@
 """Timing: device events (a host clock on CPU) in the child; the floors and cross-checks in the judge.
 
-One sample: fresh inputs, a write over a buffer larger than the last-level cache, a device-wide
-synchronise, start event, the call, end event, synchronise. The clock's functions are captured
+One sample: fresh inputs, a device-wide synchronise, a write over a buffer larger than the
+last-level cache, start event, the call, end event, a device-wide synchronise, a `settled`
+event, synchronise. The sample is start to end, plus however much later than an idle round trip
+the `settled` event came (work the call left running on other streams; see `settle`). The clock's functions are captured
 when the child starts, before any candidate code is imported, so patching `time` or
 `torch.cuda.Event` afterwards does not reach them (and the child reports that it was patched).
 """
@@ -20,6 +22,7 @@ WALL_RATIO = 1.5
 WALL_SLACK_MS = {"host": 0.01, "cuda_event": 0.05, "hip_event": 0.05}
 WALL_TARGET_MS = 10.0  # length of one back-to-back block (the fastest of several counts)
 WALL_CALLS = (3, 2000)  # fewest and most calls in a block
+SPIN_CYCLES = 50_000  # ~30 us of device clock: the host is waiting when the idle tail starts
 
 
 def clock_kind(device: str) -> str:
@@ -35,6 +38,8 @@ class Clock:
 
     def __init__(self, device: str, now_ns=time.perf_counter_ns):
         self._now = now_ns
+        self.before_ns = 0
+        self.tail_ms: float | None = None
         self.kind = clock_kind(device)
         if device == "cpu":
             self._sync = _no_sync
@@ -42,6 +47,7 @@ class Clock:
         import torch
 
         self._sync = torch.cuda.synchronize
+        self._spin = getattr(torch.cuda, "_sleep", None)
         self._event = torch.cuda.Event
         self._record = torch.cuda.Event.record
         self._elapsed = torch.cuda.Event.elapsed_time
@@ -49,25 +55,65 @@ class Clock:
     def sync(self) -> None:
         self._sync()
 
-    def time(self, fn, args) -> tuple[object, float, float]:
-        """(result, measured ms, host ms) of fn(*args), started after a device-wide sync."""
+    def time(self, fn, args, before=None) -> tuple[object, float, float]:
+        """(result, measured ms, host ms) of fn(*args), started after a device-wide sync.
+
+        `before` (the cache flush) runs between the sync and the start event. On a device it is
+        queued ahead of the start event, so the event fires when the flush ends, by which time
+        the host has usually queued the call: the events then time the device's work, not the
+        host's launch latency (which varies from run to run; the wall-clock blocks bound it).
+        Its host time is kept in `before_ns`, so it is not counted as the candidate's."""
         self._sync()
+        b0 = self._now()
+        if before is not None:
+            before()
+        self.before_ns = self._now() - b0
         if self.kind == "host":
             t0 = self._now()
             out = fn(*args)
             t1 = self._now()
             return out, (t1 - t0) / 1e6, (t1 - t0) / 1e6
-        start, end = self._event(enable_timing=True), self._event(enable_timing=True)
+        start, end, settled = (self._event(enable_timing=True) for _ in range(3))
         t0 = self._now()
         self._record(start)
         out = fn(*args)
-        # Device-wide sync before the end event: work the call left on other streams is timed too
-        # (a side stream the caller's stream never waits for must not look free).
+        self._record(end)  # on the caller's stream: when the device finished what it was given
+        # Work the call left on other streams (a side stream the caller's stream never waits
+        # for) ends before `settled`: its lateness beyond an idle round trip is added in `settle`.
         self._sync()
-        self._record(end)
+        self._record(settled)
         self._sync()
         t1 = self._now()
+        self.tail_ms = float(self._elapsed(end, settled))
         return out, float(self._elapsed(start, end)), (t1 - t0) / 1e6
+
+    def idle_tail(self) -> float | None:
+        """The same end-of-sample round trip with nothing left running: device busy (a short
+        spin) while the host waits, then synchronise, then record. None on the host clock."""
+        if self.kind == "host":
+            return None
+        first, second = self._event(enable_timing=True), self._event(enable_timing=True)
+        if self._spin is not None:
+            self._spin(SPIN_CYCLES)
+        self._record(first)
+        self._sync()
+        self._record(second)
+        self._sync()
+        return float(self._elapsed(first, second))
+
+
+def settle(samples_ms: list[float], tails_ms: list, idle_tails_ms: list) -> list[float]:
+    """Each sample plus how much later than an idle round trip its work on all streams ended.
+
+    `samples_ms` end when the caller's stream finished; `tails_ms` from there to an event
+    recorded after a device-wide sync; `idle_tails_ms` that round trip with nothing left
+    running. An honest call's tail is an idle one (give or take noise, clipped at zero); work
+    hidden on another stream makes it longer by what was hidden. On the host clock (no tails)
+    the samples stand as they are."""
+    if not tails_ms or any(t is None for t in tails_ms) or not idle_tails_ms:
+        return list(samples_ms)
+    idle = statistics.median(idle_tails_ms)
+    return [s + max(0.0, t - idle) for s, t in zip(samples_ms, tails_ms)]
 
 
 def _no_sync() -> None:

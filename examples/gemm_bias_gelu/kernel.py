@@ -8,7 +8,7 @@ import torch
 import triton
 import triton.language as tl
 
-SQRT1_2 = 0.7071067811865476
+SQRT1_2 = tl.constexpr(0.7071067811865476)  # a global a kernel reads must be constexpr
 
 
 @triton.jit

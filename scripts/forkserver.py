@@ -1,0 +1,230 @@
+"""A warm start for checks: a process that has imported torch and the harness, forking judges.
+
+A fresh Python importing torch takes seconds (3.2 s on an H200 host), and every check used to
+start two (the judge, then the candidate's process). The server imports them once, never
+touching a device, and forks one judge per request; the judge in turn forks the candidate's
+process before it initialises a device itself (`scripts.judge`). Each fork starts in its own
+session with exactly the environment asked for, as `python -m MODULE` would.
+
+One server per judge environment (so the device it may see is fixed when it starts), owned by
+the orchestrator process that started it: requests come only over its stdin, which no judge or
+candidate inherits, and it exits when that pipe closes. Protocol: one JSON line per request,
+`{"id", "module", "argv", "env", "cwd", "log"}`; answers `{"id", "pid"}` once forked (or
+`{"id", "error"}`) and `{"id", "status"}` when the fork exits (a negative status is a signal).
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import OrderedDict
+from pathlib import Path
+
+from scripts import sandbox
+
+MAX_SERVERS = 4  # judge environments kept warm per orchestrator; the oldest closes first
+START_TIMEOUT_S = 120.0  # importing torch on a cold disk
+
+
+def preload() -> None:
+    """What every judge and candidate imports, short of touching a device (which would make the
+    forks' device contexts unusable)."""
+    import torch  # noqa: F401
+
+    import scripts.child  # noqa: F401
+    import scripts.judge  # noqa: F401
+    import scripts.reference  # noqa: F401
+    import scripts.verify  # noqa: F401
+
+    try:
+        import triton.language  # noqa: F401
+    except ImportError:
+        pass
+
+
+def serve(stdin_fd: int = 0, stdout_fd: int = 1) -> int:
+    sandbox.protect_self()
+    preload()
+    answer = os.fdopen(stdout_fd, "w", buffering=1)
+    running: dict[int, int] = {}  # pid -> request id
+    pending = b""
+    open_ = True
+    while open_ or running:
+        ready, _, _ = select.select([stdin_fd] if open_ else [], [], [], 0.02)
+        if ready:
+            data = os.read(stdin_fd, 1 << 16)
+            open_ = bool(data)
+            pending += data
+            *lines, pending = pending.split(b"\n")
+            for line in filter(None, lines):
+                _start(json.loads(line), running, answer)
+        for pid in list(running):
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                rid = running.pop(pid)
+                _say(answer, id=rid, status=os.waitstatus_to_exitcode(status))
+    return 0
+
+
+def _start(request: dict, running: dict[int, int], answer) -> None:
+    try:
+        pid = sandbox.fork_module(
+            request["module"],
+            request["argv"],
+            env=request["env"],
+            cwd=Path(request["cwd"]),
+            log_path=Path(request["log"]),
+        )
+    except (OSError, KeyError) as exc:
+        _say(answer, id=request.get("id"), error=f"{type(exc).__name__}: {exc}")
+        return
+    running[pid] = request["id"]
+    _say(answer, id=request["id"], pid=pid)
+
+
+def _say(answer, **fields) -> None:
+    answer.write(json.dumps(fields) + "\n")
+
+
+class Server:
+    """The orchestrator's handle on one server: `run` is `sandbox.run` for a module's main."""
+
+    def __init__(self, env: dict[str, str]):
+        self.env = env
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "scripts.forkserver"],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._answers: dict[int, dict] = {}
+        self._next = 0
+        self.alive = True
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            message = json.loads(line)
+            with self._changed:
+                self._answers.setdefault(message["id"], {}).update(message)
+                self._changed.notify_all()
+        with self._changed:
+            self.alive = False
+            self._changed.notify_all()
+
+    def _await(self, rid: int, key: str, deadline: float | None) -> dict | None:
+        with self._changed:
+            while key not in self._answers.get(rid, {}) and "error" not in self._answers.get(
+                rid, {}
+            ):
+                if not self.alive:
+                    return None
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return None
+                self._changed.wait(0.05 if left is None else min(left, 0.05))
+            return self._answers[rid]
+
+    def run(
+        self, module: str, argv: list[str], *, env, cwd: Path, log_path: Path, timeout_s: float
+    ) -> sandbox.Finished | None:
+        """Run module.main(argv) in a fork under a deadline; None if the server is unusable
+        (then nothing was started and the caller starts the module itself)."""
+        with self._lock:
+            rid, self._next = self._next, self._next + 1
+            request = dict(id=rid, module=module, argv=argv, env=env, cwd=str(cwd))
+            request["log"] = str(log_path)
+            try:
+                self.proc.stdin.write((json.dumps(request) + "\n").encode())
+                self.proc.stdin.flush()
+            except (BrokenPipeError, ValueError):
+                self.alive = False
+                return None
+        deadline = time.monotonic() + START_TIMEOUT_S
+        started = self._await(rid, "pid", deadline)
+        if started is None or "pid" not in started:
+            self.close()  # a server that cannot fork is of no use to later checks either
+            return None
+        pid = started["pid"]
+        ended = self._await(rid, "status", time.monotonic() + timeout_s)
+        if ended is None:
+            timed_out = self.alive  # else the server died: what it forked is killed, not late
+            _kill_group(pid)
+            ended = self._await(rid, "status", time.monotonic() + 10.0) or {}
+            status = ended.get("status", -signal.SIGKILL)
+            return sandbox.Finished(returncode=status, timed_out=timed_out)
+        _kill_group(pid)  # anything the module left running in its session
+        with self._lock:
+            self._answers.pop(rid, None)
+        return sandbox.Finished(returncode=ended["status"], timed_out=False)
+
+    def close(self) -> None:
+        self.alive = False
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+_servers: OrderedDict[tuple, Server] = OrderedDict()
+_servers_lock = threading.Lock()
+
+
+def enabled() -> bool:
+    return os.environ.get("BAKEOFF_WARM_START", "1") != "0" and hasattr(os, "fork")
+
+
+def server_for(env: dict[str, str]) -> Server | None:
+    """The warm server for this judge environment (started on first use), or None if warm
+    starts are off (BAKEOFF_WARM_START=0)."""
+    if not enabled():
+        return None
+    key = tuple(sorted(env.items()))
+    with _servers_lock:
+        server = _servers.get(key)
+        if server is not None and server.alive:
+            _servers.move_to_end(key)
+            return server
+        server = _servers[key] = Server(dict(env))
+        _servers.move_to_end(key)
+        while len(_servers) > MAX_SERVERS:
+            _servers.popitem(last=False)[1].close()
+        return server
+
+
+def server_pids() -> set[int]:
+    with _servers_lock:
+        return {s.proc.pid for s in _servers.values()}
+
+
+@atexit.register
+def close_all() -> None:
+    with _servers_lock:
+        while _servers:
+            _servers.popitem()[1].close()
+
+
+if __name__ == "__main__":
+    sys.exit(serve())

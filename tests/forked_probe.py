@@ -1,0 +1,31 @@
+"""A module for tests/test_forkserver.py to run in a fork: `main(argv)` does what argv[0] says."""
+
+import json
+import os
+import signal
+import sys
+import time
+
+
+def main(argv: list[str]) -> int:
+    what = argv[0]
+    if what == "report":
+        print("hello from the fork")
+        facts = {
+            "env": dict(os.environ),
+            "cwd": os.getcwd(),
+            "own_session": os.getsid(0) == os.getpid(),
+            "fds": sorted(int(fd) for fd in os.listdir("/proc/self/fd")),
+            "torch_preloaded": "torch" in sys.modules,
+            "argv": sys.argv,
+        }
+        with open(argv[1], "w") as f:
+            json.dump(facts, f)
+        return 3
+    if what == "hang":
+        time.sleep(3600)
+    if what == "segfault":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if what == "raise":
+        raise RuntimeError("raised in the fork")
+    return 0

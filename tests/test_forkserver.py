@@ -1,0 +1,103 @@
+"""The warm start: a server that has imported torch forks judges on request (scripts.forkserver)."""
+
+import json
+import os
+import signal
+import time
+
+import pytest
+
+from scripts import forkserver
+
+from .conftest import ROOT
+
+
+def _server_env(**extra) -> dict[str, str]:
+    paths = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    return {"PATH": os.environ["PATH"], "PYTHONPATH": paths, **extra}
+
+
+@pytest.fixture(scope="module")
+def server():
+    s = forkserver.Server(_server_env(MARK="server"))
+    yield s
+    s.close()
+
+
+def _run(server, tmp_path, *argv, timeout_s=60.0, env=None):
+    return server.run(
+        "tests.forked_probe",
+        [*argv],
+        env=env or {"PATH": os.environ["PATH"], "ONLY": "this"},
+        cwd=tmp_path,
+        log_path=tmp_path / "out.log",
+        timeout_s=timeout_s,
+    )
+
+
+def test_fork_runs_main_with_exactly_the_environment_asked_for(server, tmp_path):
+    facts_path = tmp_path / "facts.json"
+    finished = _run(server, tmp_path, "report", str(facts_path))
+    assert finished.returncode == 3 and not finished.timed_out
+    facts = json.loads(facts_path.read_text())
+    assert facts["env"] == {"PATH": os.environ["PATH"], "ONLY": "this"}, facts  # no MARK
+    assert os.path.samefile(facts["cwd"], tmp_path), facts
+    assert facts["own_session"], facts
+    assert facts["fds"] == [0, 1, 2, 3], facts  # 3: the listing; the server's pipes are gone
+    assert facts["torch_preloaded"], facts  # the point: no second torch import
+    assert facts["argv"] == ["tests.forked_probe", "report", str(facts_path)], facts
+    assert "hello from the fork" in (tmp_path / "out.log").read_text()
+
+
+def test_deadline_kills_the_fork(server, tmp_path):
+    t0 = time.monotonic()
+    finished = _run(server, tmp_path, "hang", timeout_s=1.0)
+    assert finished.timed_out
+    assert finished.returncode == -signal.SIGKILL
+    assert time.monotonic() - t0 < 15
+
+
+def test_a_crash_and_an_exception_come_back_as_exit_statuses(server, tmp_path):
+    assert _run(server, tmp_path, "segfault").returncode == -signal.SIGSEGV
+    finished = _run(server, tmp_path, "raise")
+    assert finished.returncode == 1
+    assert "raised in the fork" in (tmp_path / "out.log").read_text()
+
+
+def test_the_server_survives_its_forks_and_exits_when_its_owner_lets_go(tmp_path):
+    s = forkserver.Server(_server_env())
+    assert _run(s, tmp_path, "segfault").returncode == -signal.SIGSEGV
+    assert _run(s, tmp_path, "exit").returncode == 0
+    s.close()
+    assert s.proc.wait(timeout=10) == 0
+    assert _run(s, tmp_path, "exit") is None  # the caller then starts the module itself
+
+
+def test_servers_are_kept_per_judge_environment(monkeypatch):
+    monkeypatch.setattr(forkserver, "Server", lambda env: type("S", (), {"alive": True})())
+    monkeypatch.setattr(forkserver, "_servers", forkserver.OrderedDict())
+    a = forkserver.server_for({"CUDA_VISIBLE_DEVICES": "0"})
+    assert forkserver.server_for({"CUDA_VISIBLE_DEVICES": "0"}) is a
+    assert forkserver.server_for({"CUDA_VISIBLE_DEVICES": "1"}) is not a
+    monkeypatch.setenv("BAKEOFF_WARM_START", "0")
+    assert forkserver.server_for({"CUDA_VISIBLE_DEVICES": "0"}) is None
+
+
+@pytest.mark.parametrize("name", ["adversarial/patch_timers", "honest/rounding"])
+def test_a_check_gives_the_same_verdict_cold_and_warm(monkeypatch, tmp_path, name):
+    from functools import partial
+
+    from scripts.check import check
+    from scripts.freeze import freeze, measure_baseline
+
+    small = {"samples": 5, "warmup": 2, "trials": 2}
+    corpus = ROOT / "tests" / "corpus"
+    task = freeze(
+        corpus / "rmsnorm_op", tmp_path / "task", measure=partial(measure_baseline, **small)
+    )
+    candidate = corpus / f"{name}.py"
+    warm = check(task, candidate, **small)
+    monkeypatch.setenv("BAKEOFF_WARM_START", "0")
+    cold = check(task, candidate, **small)
+    assert warm.status == cold.status, (warm.reason, cold.reason)
+    assert (warm.status.value == "PASSED") == name.startswith("honest")
