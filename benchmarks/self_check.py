@@ -12,6 +12,7 @@ Needs torch (+ triton) and pydantic; runs on a GPU when torch sees one, else on 
 from __future__ import annotations
 
 import argparse
+import json
 import platform
 import shutil
 import tempfile
@@ -45,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("examples", nargs="*", default=EXAMPLES + KERNELBENCH)
     parser.add_argument("--samples", type=int, default=30)
     parser.add_argument("--checks", type=int, default=2)
+    parser.add_argument("--out", type=Path, help="write every verdict (raw samples) here as JSON")
     args = parser.parse_args(argv)
     device = torch.cuda.get_device_name() if torch.cuda.is_available() else platform.machine()
     print(f"device: {device}; torch {torch.__version__}; samples {args.samples}", flush=True)
@@ -61,6 +63,13 @@ def main(argv: list[str] | None = None) -> int:
             _, _, baseline = load_task(task)
             candidate = own_candidate(example, Path(tmp))
             verdicts = [check(task, candidate, samples=args.samples) for _ in range(args.checks)]
+            if args.out:
+                args.out.mkdir(parents=True, exist_ok=True)
+                saved = {
+                    "baseline": baseline,
+                    "checks": [v.model_dump(mode="json") for v in verdicts],
+                }
+                (args.out / f"{example.stem}.json").write_text(json.dumps(saved))
             print(f"{name}: {time.monotonic() - started:.1f} s", flush=True)
             for v in verdicts:
                 if not v.passed:

@@ -146,7 +146,11 @@ def _import_problem(path: Path, where: str):
 def make_inputs(spec: OpSpec, src_dir: Path, workload, seed: int, device: str) -> list:
     module = _import_problem(_problem_file(spec, src_dir), f"{spec.name}: get_inputs")
     torch.manual_seed(int(seed))
-    inputs = module.get_inputs()
+    # Made on the device: `torch.randn(4096, 8192)` on the host takes the CPU ~0.1 s a tensor,
+    # and a GPU left idle that long between timed samples lets its clocks fall (an idle H200
+    # runs at 345 MHz): the suspected cause of large problems timed slower than they run.
+    with torch.device(device):
+        inputs = module.get_inputs()
     return [v.to(device) if isinstance(v, torch.Tensor) else v for v in inputs]
 
 
