@@ -29,7 +29,7 @@ from pathlib import Path
 
 from scripts import sandbox
 
-MAX_SERVERS = 4  # judge environments kept warm per orchestrator; the oldest closes first
+MAX_SERVERS = 8  # judge environments kept warm (one per GPU of an 8-GPU host); oldest go first
 START_TIMEOUT_S = 120.0  # importing torch on a cold disk
 
 
@@ -110,7 +110,8 @@ class Server:
         self._changed = threading.Condition(self._lock)
         self._answers: dict[int, dict] = {}
         self._next = 0
-        self.alive = True
+        self.alive = True  # its answers can still arrive
+        self.closed = False  # it takes no more requests
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
@@ -142,6 +143,8 @@ class Server:
         """Run module.main(argv) in a fork under a deadline; None if the server is unusable
         (then nothing was started and the caller starts the module itself)."""
         with self._lock:
+            if self.closed:
+                return None
             rid, self._next = self._next, self._next + 1
             request = dict(id=rid, module=module, argv=argv, env=env, cwd=str(cwd))
             request["log"] = str(log_path)
@@ -149,7 +152,7 @@ class Server:
                 self.proc.stdin.write((json.dumps(request) + "\n").encode())
                 self.proc.stdin.flush()
             except (BrokenPipeError, ValueError):
-                self.alive = False
+                self.closed = True
                 return None
         deadline = time.monotonic() + START_TIMEOUT_S
         started = self._await(rid, "pid", deadline)
@@ -170,15 +173,14 @@ class Server:
         return sandbox.Finished(returncode=ended["status"], timed_out=False)
 
     def close(self) -> None:
-        self.alive = False
-        try:
-            self.proc.stdin.close()
-        except OSError:
-            pass
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        """Take no more requests. The server exits once the judges it forked have (each runs
+        under its own deadline), so checks in flight still get their answers."""
+        with self._lock:
+            self.closed = True
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
 
 
 def _kill_group(pid: int) -> None:
@@ -204,7 +206,7 @@ def server_for(env: dict[str, str]) -> Server | None:
     key = tuple(sorted(env.items()))
     with _servers_lock:
         server = _servers.get(key)
-        if server is not None and server.alive:
+        if server is not None and server.alive and not server.closed:
             _servers.move_to_end(key)
             return server
         server = _servers[key] = Server(dict(env))

@@ -22,6 +22,9 @@ def main(argv: list[str]) -> int:
         with open(argv[1], "w") as f:
             json.dump(facts, f)
         return 3
+    if what == "sleep":
+        time.sleep(float(argv[1]))
+        return 0
     if what == "hang":
         time.sleep(3600)
     if what == "segfault":

@@ -3,6 +3,7 @@
 import json
 import os
 import signal
+import threading
 import time
 
 import pytest
@@ -73,8 +74,24 @@ def test_the_server_survives_its_forks_and_exits_when_its_owner_lets_go(tmp_path
     assert _run(s, tmp_path, "exit") is None  # the caller then starts the module itself
 
 
+def test_a_closed_server_still_answers_for_what_it_started(tmp_path):
+    s = forkserver.Server(_server_env())
+    result = {}
+    worker = threading.Thread(target=lambda: result.update(f=_run(s, tmp_path, "sleep", "1")))
+    worker.start()
+    deadline = time.monotonic() + 60
+    while not s._answers and time.monotonic() < deadline:  # forked: its pid came back
+        time.sleep(0.01)
+    s.close()
+    worker.join(timeout=60)
+    assert result["f"].returncode == 0 and not result["f"].timed_out
+    assert s.proc.wait(timeout=10) == 0
+
+
 def test_servers_are_kept_per_judge_environment(monkeypatch):
-    monkeypatch.setattr(forkserver, "Server", lambda env: type("S", (), {"alive": True})())
+    monkeypatch.setattr(
+        forkserver, "Server", lambda env: type("S", (), {"alive": True, "closed": False})()
+    )
     monkeypatch.setattr(forkserver, "_servers", forkserver.OrderedDict())
     a = forkserver.server_for({"CUDA_VISIBLE_DEVICES": "0"})
     assert forkserver.server_for({"CUDA_VISIBLE_DEVICES": "0"}) is a
