@@ -198,15 +198,17 @@ def main(argv=None) -> int:
     print(f"lanes here: {', '.join(backends.languages())}")
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
-    summaries = [bake(Path(pb), out, args) for pb in (args.problems or default_problems())]
-    report = {
-        "device": torch.cuda.get_device_name(),
-        "torch": torch.__version__,
-        "copy_bandwidth_Bps": args.bandwidth,
-        "seconds": time.monotonic() - t0,
-        "problems": summaries,
-    }
-    (out / "bakeoff.json").write_text(json.dumps(report, indent=1) + "\n")
+    summaries = []
+    for problem in args.problems or default_problems():
+        summaries.append(bake(Path(problem), out, args))
+        report = {  # rewritten after every problem: a run stopped at a time limit keeps its figures
+            "device": torch.cuda.get_device_name(),
+            "torch": torch.__version__,
+            "copy_bandwidth_Bps": args.bandwidth,
+            "seconds": time.monotonic() - t0,
+            "problems": summaries,
+        }
+        (out / "bakeoff.json").write_text(json.dumps(report, indent=1) + "\n")
     print(f"\ntotal {report['seconds']:.0f} s; figures in {out / 'bakeoff.json'}")
     return 0
 
