@@ -15,6 +15,7 @@ import argparse
 import json
 import platform
 import shutil
+import statistics
 import tempfile
 import time
 from functools import partial
@@ -39,6 +40,15 @@ def own_candidate(example: Path, scratch: Path) -> Path:
     with path.open("a") as f:
         f.write("\n\nModelNew = Model\n")
     return path
+
+
+def _clock_range(clocks) -> str:
+    known = [c for c in clocks or [] if c is not None]
+    return f"{min(known)}-{max(known)}" if known else "-"
+
+
+def _median(values) -> str:
+    return f"{statistics.median(values):.4f}" if values else "-"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,15 +90,21 @@ def main(argv: list[str] | None = None) -> int:
                 checks = [v.workloads[i] for v in verdicts if v.passed]
                 rows.append((name, wl.workload, base, checks))
     print()
-    print("| example | workload | baseline ms (spread) | check medians ms | speedups |")
-    print("| --- | --- | --- | --- | --- |")
+    print(
+        "| example | workload | baseline ms (spread) | check medians ms | speedups "
+        "| SM MHz, baseline; checks | host gap ms (median), baseline; checks |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     for name, workload, base, checks in rows:
         rel = base["spread_ms"] / base["median_ms"]
         medians = " / ".join(f"{c.timing.median_ms:.4f}" for c in checks)
         speedups = " / ".join(f"{c.speedup:.3f}" for c in checks)
+        timings = [base, *(c.timing.model_dump() for c in checks)]
+        clocks = "; ".join(_clock_range(t.get("sm_clock_mhz")) for t in timings)
+        gaps = "; ".join(_median(t.get("host_gap_ms")) for t in timings)
         print(
             f"| {name} | {workload} | {base['median_ms']:.4f} ({100 * rel:.1f}%) "
-            f"| {medians} | {speedups} |"
+            f"| {medians} | {speedups} | {clocks} | {gaps} |"
         )
     return 1 if failed else 0
 

@@ -33,6 +33,7 @@ from scripts import compare, protocol, sandbox, tensorfile, timing  # noqa: E402
 from scripts.arch import detect, flush_bytes  # noqa: E402
 from scripts.fingerprint import device_kind  # noqa: E402
 from scripts.formats import module_for  # noqa: E402
+from scripts.smclock import SmClock  # noqa: E402
 from scripts.spec import OpSpec  # noqa: E402
 from scripts.verdict import Status  # noqa: E402
 
@@ -164,8 +165,9 @@ def classify(exc: BaseException, loading: bool):
 
 
 class Runner:
-    def __init__(self, request, results: Results, fn, clock, flusher, device):
+    def __init__(self, request, results: Results, fn, clock, flusher, device, sm_clock):
         self.request = request
+        self.sm_clock = sm_clock
         self.results = results
         self.fn = fn
         self.clock = clock
@@ -288,6 +290,8 @@ class Runner:
             result, ms, host_ms = self.run(self.clock.time, self.fn, args, self.flush)
             self.spent_ns -= self.clock.before_ns  # the flush is the harness's time
             tails.append(self.clock.tail_ms)
+            record.host_gap_ms.append(self.clock.host_gap_ms)
+            record.sm_clock_mhz.append(self.sm_clock())
             idle_tails.append(self.clock.idle_tail())
             outs = self.outputs(result, what)
             snaps = self.snapshot(outs)
@@ -323,6 +327,7 @@ def main(argv: list[str]) -> int:
     device = device_kind()
     clock = timing.Clock(device, _NOW_NS)
     flusher = timing.Flusher(device, flush_bytes(detect()))
+    sm_clock = SmClock() if device != "cpu" else (lambda: None)
     spec = OpSpec.model_validate(request.spec)
     fmt = module_for(spec.format)
     torch.set_grad_enabled(False)  # as in the judge: values, not autograd graphs
@@ -346,7 +351,7 @@ def main(argv: list[str]) -> int:
     results.write(
         protocol.HELLO, protocol.ChildHello(device=device, clock=clock.kind, load_s=load_s)
     )
-    runner = Runner(request, results, fn, clock, flusher, device)
+    runner = Runner(request, results, fn, clock, flusher, device, sm_clock)
     for index, seeds in enumerate(request.workloads):
         results.marker(f"start {index}")
         runner.spent_ns = 0

@@ -87,6 +87,8 @@ class ChildWorkload(BaseModel):
     samples_ms: list[float] = Field(default_factory=list)
     host_ms: list[float] = Field(default_factory=list)
     projections: list[list[list[float]]] = Field(default_factory=list)  # sample, output, j
+    sm_clock_mhz: list[int | None] = Field(default_factory=list)  # diagnostics, per sample
+    host_gap_ms: list[float] = Field(default_factory=list)
     wall_calls: int = 0
     candidate_s: float = 0.0  # time spent inside the candidate's calls
 

@@ -40,6 +40,7 @@ class Clock:
         self._now = now_ns
         self.before_ns = 0
         self.tail_ms: float | None = None
+        self.host_gap_ms = 0.0
         self.kind = clock_kind(device)
         if device == "cpu":
             self._sync = _no_sync
@@ -62,21 +63,30 @@ class Clock:
         queued ahead of the start event, so the event fires when the flush ends, by which time
         the host has usually queued the call: the events then time the device's work, not the
         host's launch latency (which varies from run to run; the wall-clock blocks bound it).
-        Its host time is kept in `before_ns`, so it is not counted as the candidate's."""
+        Its host time is kept in `before_ns`, so it is not counted as the candidate's.
+        `host_gap_ms` bounds how long the device may have waited on the host inside the timed
+        region: the host's time from the flush to the call's return, less the flush's device
+        time (a diagnostic; 0 on the host clock)."""
         self._sync()
+        device = self.kind != "host"
+        if device:
+            flushing, start, end, settled = (self._event(enable_timing=True) for _ in range(4))
         b0 = self._now()
+        if device:
+            self._record(flushing)
         if before is not None:
             before()
         self.before_ns = self._now() - b0
-        if self.kind == "host":
+        self.host_gap_ms = 0.0
+        if not device:
             t0 = self._now()
             out = fn(*args)
             t1 = self._now()
             return out, (t1 - t0) / 1e6, (t1 - t0) / 1e6
-        start, end, settled = (self._event(enable_timing=True) for _ in range(3))
         t0 = self._now()
         self._record(start)
         out = fn(*args)
+        returned = self._now()
         self._record(end)  # on the caller's stream: when the device finished what it was given
         # Work the call left on other streams (a side stream the caller's stream never waits
         # for) ends before `settled`: its lateness beyond an idle round trip is added in `settle`.
@@ -85,6 +95,8 @@ class Clock:
         self._sync()
         t1 = self._now()
         self.tail_ms = float(self._elapsed(end, settled))
+        flush_ms = float(self._elapsed(flushing, start))
+        self.host_gap_ms = max(0.0, (returned - b0) / 1e6 - flush_ms)
         return out, float(self._elapsed(start, end)), (t1 - t0) / 1e6
 
     def idle_tail(self) -> float | None:

@@ -68,6 +68,12 @@ def verify_workload(
     if isinstance(wall, str):
         return verdict(Status.FLAGGED, wall, **checked)
     measured = timing.summarize(samples, timing.clock_kind(reference.device), wall)
+    measured = measured.model_copy(
+        update={
+            "sm_clock_mhz": record.sm_clock_mhz[:count],
+            "host_gap_ms": record.host_gap_ms[:count],
+        }
+    )
     spec, dims = judge.spec, wl.dims
     moved = timing.bytes_needed(
         timing.evaluate(spec.extra.get("bytes"), dims), out_bytes, info.llc_bytes

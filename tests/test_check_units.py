@@ -147,6 +147,15 @@ def test_wall_blocks_last_about_the_target():
     assert timing.wall_calls([50.0], [50.0]) == timing.WALL_CALLS[0]
 
 
+def test_the_sm_clock_is_none_without_an_nvidia_device():
+    from scripts.smclock import SmClock, _device_keys
+
+    if not torch.cuda.is_available():
+        assert SmClock()() is None
+    props = type("P", (), {"uuid": "1234-ab", "pci_bus_id": 0x1B, "pci_device_id": 0})()
+    assert _device_keys(props) == ["GPU-1234-ab", "00000000:1b:00.0", "0000:1b:00.0"]
+
+
 def test_work_left_on_other_streams_is_added_to_the_sample():
     samples, idle = [0.100, 0.100, 0.100], [0.012, 0.010, 0.011]
     honest = timing.settle(samples, [0.010, 0.013, 0.011], idle)
