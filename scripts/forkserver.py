@@ -47,6 +47,8 @@ def preload() -> None:
         import triton.language  # noqa: F401
     except ImportError:
         pass
+    import torch._dynamo  # noqa: F401  (torch.compile candidates: seconds saved per check)
+    import torch._inductor.compile_fx  # noqa: F401
 
 
 def serve(stdin_fd: int = 0, stdout_fd: int = 1) -> int:
