@@ -9,7 +9,7 @@ session with exactly the environment asked for, as `python -m MODULE` would.
 One server per judge environment (so the device it may see is fixed when it starts), owned by
 the orchestrator process that started it: requests come only over its stdin, which no judge or
 candidate inherits, and it exits when that pipe closes. Protocol: one JSON line per request,
-`{"id", "module", "argv", "env", "cwd", "log"}`; answers `{"id", "pid"}` once forked (or
+`{"id", "module", "argv", "env", "cwd", "log", "compiler"}`; answers `{"id", "pid"}` once forked (or
 `{"id", "error"}`) and `{"id", "status"}` when the fork exits (a negative status is a signal).
 """
 
@@ -47,7 +47,12 @@ def preload() -> None:
         import triton.language  # noqa: F401
     except ImportError:
         pass
-    import torch._dynamo  # noqa: F401  (torch.compile candidates: seconds saved per check)
+
+
+def preload_compiler() -> None:
+    """Dynamo and Inductor, on the first request for a torch.compile candidate (seconds of
+    imports that every such check would otherwise pay, and that other checks need not)."""
+    import torch._dynamo  # noqa: F401
     import torch._inductor.compile_fx  # noqa: F401
 
 
@@ -77,6 +82,8 @@ def serve(stdin_fd: int = 0, stdout_fd: int = 1) -> int:
 
 def _start(request: dict, running: dict[int, int], answer) -> None:
     try:
+        if request.get("compiler"):
+            preload_compiler()
         pid = sandbox.fork_module(
             request["module"],
             request["argv"],
@@ -84,7 +91,7 @@ def _start(request: dict, running: dict[int, int], answer) -> None:
             cwd=Path(request["cwd"]),
             log_path=Path(request["log"]),
         )
-    except (OSError, KeyError) as exc:
+    except (OSError, KeyError, ImportError) as exc:
         _say(answer, id=request.get("id"), error=f"{type(exc).__name__}: {exc}")
         return
     running[pid] = request["id"]
@@ -140,16 +147,25 @@ class Server:
             return self._answers[rid]
 
     def run(
-        self, module: str, argv: list[str], *, env, cwd: Path, log_path: Path, timeout_s: float
+        self,
+        module: str,
+        argv: list[str],
+        *,
+        env,
+        cwd: Path,
+        log_path: Path,
+        timeout_s: float,
+        compiler: bool = False,
     ) -> sandbox.Finished | None:
         """Run module.main(argv) in a fork under a deadline; None if the server is unusable
-        (then nothing was started and the caller starts the module itself)."""
+        (then nothing was started and the caller starts the module itself). With `compiler`,
+        the server imports Dynamo and Inductor first (once)."""
         with self._lock:
             if self.closed:
                 return None
             rid, self._next = self._next, self._next + 1
             request = dict(id=rid, module=module, argv=argv, env=env, cwd=str(cwd))
-            request["log"] = str(log_path)
+            request.update(log=str(log_path), compiler=compiler)
             try:
                 self.proc.stdin.write((json.dumps(request) + "\n").encode())
                 self.proc.stdin.flush()

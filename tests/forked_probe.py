@@ -17,6 +17,7 @@ def main(argv: list[str]) -> int:
             "own_session": os.getsid(0) == os.getpid(),
             "fds": sorted(int(fd) for fd in os.listdir("/proc/self/fd")),
             "torch_preloaded": "torch" in sys.modules,
+            "compiler_preloaded": "torch._inductor.compile_fx" in sys.modules,
             "argv": sys.argv,
         }
         with open(argv[1], "w") as f:

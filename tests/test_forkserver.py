@@ -25,7 +25,7 @@ def server():
     s.close()
 
 
-def _run(server, tmp_path, *argv, timeout_s=60.0, env=None):
+def _run(server, tmp_path, *argv, timeout_s=60.0, env=None, compiler=False):
     return server.run(
         "tests.forked_probe",
         [*argv],
@@ -33,6 +33,7 @@ def _run(server, tmp_path, *argv, timeout_s=60.0, env=None):
         cwd=tmp_path,
         log_path=tmp_path / "out.log",
         timeout_s=timeout_s,
+        compiler=compiler,
     )
 
 
@@ -48,6 +49,24 @@ def test_fork_runs_main_with_exactly_the_environment_asked_for(server, tmp_path)
     assert facts["torch_preloaded"], facts  # the point: no second torch import
     assert facts["argv"] == ["tests.forked_probe", "report", str(facts_path)], facts
     assert "hello from the fork" in (tmp_path / "out.log").read_text()
+
+
+def test_the_compiler_is_imported_only_once_a_request_asks_for_it(tmp_path):
+    from scripts.check import uses_compiler
+
+    s = forkserver.Server(_server_env())
+    try:
+        facts = tmp_path / "facts.json"
+        _run(s, tmp_path, "report", str(facts))
+        assert not json.loads(facts.read_text())["compiler_preloaded"]
+        _run(s, tmp_path, "report", str(facts), compiler=True)
+        assert json.loads(facts.read_text())["compiler_preloaded"]
+    finally:
+        s.close()
+    compiled = tmp_path / "c.py"
+    compiled.write_text("import torch\nf = torch.compile(lambda x: x)\n")
+    assert uses_compiler(compiled) and uses_compiler(tmp_path)
+    assert not uses_compiler(ROOT / "examples" / "rmsnorm_torch")
 
 
 def test_deadline_kills_the_fork(server, tmp_path):
