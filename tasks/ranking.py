@@ -3,7 +3,9 @@
 A candidate may win only if it passed every workload, its lane (or Discover) completed, the
 reviewer accepted it, and its overall speedup beats the baseline by more than the measured
 spread: speedup > 1 + margin, where margin is the mean over workloads of the candidate's
-relative interquartile range plus the frozen baseline's. No candidate may win by default:
+relative interquartile range plus the frozen baseline's. When the accepted candidate does not
+beat the spread, the next fastest of its lane whose timings hold up and that does beat it is
+eligible instead. No candidate may win by default:
 with no eligible candidate the original kernel is kept.
 """
 
@@ -16,6 +18,7 @@ from pathlib import Path
 from scripts.verdict import Status
 from tasks.models import CandidateResult
 from tasks.results import CandidateRow, DiscoverOutcome, LaneResult, Review
+from tasks.roles_default import timing_doubts
 
 
 def baseline_stats(task_dir: Path) -> tuple[dict[str, float], dict[str, float]]:
@@ -84,6 +87,26 @@ def _row(result, source, review, failed_reason, base_spread) -> CandidateRow:
     )
 
 
+def _promote(group: list[tuple[CandidateResult, CandidateRow]], review: Review | None) -> list:
+    """When the candidate the reviewer accepted does not beat the spread, the next fastest of
+    the same source that passed, has sound timings and does beat it becomes eligible."""
+    rows = [row for _, row in group]
+    accepted = review is not None and review.decision == "accepted"
+    if not accepted or any(row.status == "eligible" for row in rows):
+        return rows
+    waiting = [(r, row) for r, row in group if row.status == "passed"]
+    for result, row in sorted(waiting, key=lambda pair: -(pair[1].speedup or 0.0)):
+        beats = row.margin is not None and (row.speedup or 0.0) > 1 + row.margin
+        if beats and not timing_doubts(result):
+            row.status = "eligible"
+            row.detail = (
+                f"{review.candidate}, the reviewed one, did not beat the spread; this one does "
+                f"({row.speedup:.3f}x > {1 + row.margin:.3f}x) and its timings hold up"
+            )
+            break
+    return rows
+
+
 def rank(
     lanes: list[LaneResult], discovered: DiscoverOutcome | None, task_dir: Path
 ) -> tuple[list[CandidateRow], CandidateRow | None]:
@@ -92,13 +115,13 @@ def rank(
     rows = []
     for lane in lanes:
         failed = (lane.reason or "lane failed") if lane.status == "failed" else None
-        for result in lane.candidates:
-            rows.append(_row(result, lane.key, lane.review, failed, base_spread))
+        group = [(r, _row(r, lane.key, lane.review, failed, base_spread)) for r in lane.candidates]
+        rows += _promote(group, lane.review)
     if discovered is not None:
         plan = discovered.plan
         found = plan.measured + ([plan.env_candidate] if plan.env_candidate else [])
-        for result in found:
-            rows.append(_row(result, "discover", discovered.review, None, base_spread))
+        group = [(r, _row(r, "discover", discovered.review, None, base_spread)) for r in found]
+        rows += _promote(group, discovered.review)
     rows.sort(key=lambda r: (r.speedup is None, -(r.speedup or 0.0)))
     for i, row in enumerate(rows, 1):
         row.rank = i

@@ -209,6 +209,21 @@ def test_no_winner_when_the_best_is_within_the_spread(task_dir):
     assert rows[0].status == "within-noise" and rows[0].margin > 0.05
 
 
+def test_a_steadier_candidate_of_the_lane_wins_when_the_accepted_one_is_within_the_spread(
+    task_dir,
+):
+    wobbly, steady = result("wobbly", 1.2, spread=0.2), result("steady", 1.15)
+    review = Review(candidate="wobbly", decision="accepted")
+    rows, winner = rank([lane("torch", [wobbly, steady], review)], None, task_dir)
+    by_name = {r.name: r for r in rows}
+    assert by_name["wobbly"].status == "within-noise"
+    assert winner is not None and winner.name == "steady"
+    assert "wobbly, the reviewed one, did not beat the spread" in winner.detail
+    flagged = Review(candidate="wobbly", decision="flagged", reasons=["spread"])
+    _, none = rank([lane("torch", [wobbly, steady], flagged)], None, task_dir)
+    assert none is None  # only a lane whose reviewer accepted something falls back
+
+
 def test_reviewer_passes_over_a_noisy_fastest_candidate_to_a_clean_one(task_dir):
     from tasks.roles_default import review_candidates
 
