@@ -9,8 +9,8 @@ session with exactly the environment asked for, as `python -m MODULE` would.
 One server per judge environment (so the device it may see is fixed when it starts), owned by
 the orchestrator process that started it: requests come only over its stdin, which no judge or
 candidate inherits, and it exits when that pipe closes. Protocol: one JSON line per request,
-`{"id", "module", "argv", "env", "cwd", "log", "compiler"}`; answers `{"id", "pid"}` once forked (or
-`{"id", "error"}`) and `{"id", "status"}` when the fork exits (a negative status is a signal).
+`{"id", "module", "argv", "env", "cwd", "log", "compiler"}`; answers `{"id", "pid"}` once
+forked (or `{"id", "error"}`) and `{"id", "status"}` when the fork exits (negative: a signal).
 """
 
 from __future__ import annotations
@@ -106,7 +106,6 @@ class Server:
     """The orchestrator's handle on one server: `run` is `sandbox.run` for a module's main."""
 
     def __init__(self, env: dict[str, str]):
-        self.env = env
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "scripts.forkserver"],
             env=env,
@@ -133,17 +132,15 @@ class Server:
             self.alive = False
             self._changed.notify_all()
 
-    def _await(self, rid: int, key: str, deadline: float | None) -> dict | None:
+    def _await(self, rid: int, key: str, deadline: float) -> dict | None:
+        """The answers to request `rid` once `key` (or an error) is among them; None if the
+        server went away or the deadline passed first."""
         with self._changed:
-            while key not in self._answers.get(rid, {}) and "error" not in self._answers.get(
-                rid, {}
-            ):
-                if not self.alive:
+            while not {key, "error"} & self._answers.get(rid, {}).keys():
+                left = deadline - time.monotonic()
+                if not self.alive or left <= 0:
                     return None
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    return None
-                self._changed.wait(0.05 if left is None else min(left, 0.05))
+                self._changed.wait(min(left, 0.05))
             return self._answers[rid]
 
     def run(
