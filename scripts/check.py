@@ -121,11 +121,9 @@ def _run_judge(request: protocol.JudgeRequest, device_env, workdir: Path | None)
         request_path, verdict_path = workdir / "request.json", workdir / "verdict.json"
         sandbox.write_new(request_path, request.model_dump_json())
         verdict_path.unlink(missing_ok=True)
-        sources = [Path(request.task_dir) / "baseline_src"]
-        sources += [Path(request.candidate)] if request.candidate else []
         finished = _start_judge(
+            request,
             [str(request_path), str(verdict_path)],
-            compiler=uses_compiler(*sources),
             env=_judge_env(device_env),
             cwd=workdir,
             log_path=workdir / "judge.log",
@@ -148,11 +146,15 @@ def _run_judge(request: protocol.JudgeRequest, device_env, workdir: Path | None)
     )
 
 
-def _start_judge(argv: list[str], compiler: bool = False, **how) -> sandbox.Finished:
+def _start_judge(request: protocol.JudgeRequest, argv: list[str], **how) -> sandbox.Finished:
     """Run the judge: forked by a warm server (`scripts.forkserver`) when one is usable, else
     as a fresh interpreter."""
     server = forkserver.server_for(how["env"])
-    finished = server.run("scripts.judge", argv, compiler=compiler, **how) if server else None
+    finished = None
+    if server is not None:
+        sources = [Path(request.task_dir) / "baseline_src"]
+        sources += [Path(request.candidate)] if request.candidate else []
+        finished = server.run("scripts.judge", argv, compiler=uses_compiler(*sources), **how)
     if finished is None:
         finished = sandbox.run([sys.executable, "-m", "scripts.judge", *argv], **how)
     return finished
@@ -161,14 +163,14 @@ def _start_judge(argv: list[str], compiler: bool = False, **how) -> sandbox.Fini
 COMPILER_WORDS = ("torch.compile", "torch._dynamo", "torch._inductor")
 
 
-def uses_compiler(*paths: Path, limit: int = 1 << 20) -> bool:
+def uses_compiler(*paths: Path) -> bool:
     """Whether sources under `paths` mention torch.compile (or Dynamo, Inductor): then the warm
     server is asked to have imported them. A guess that only costs time when it is wrong."""
     for path in paths:
         files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
         for file in files[:200]:
             try:
-                text = file.read_text(errors="replace")[:limit]
+                text = file.read_text(errors="replace")
             except OSError:
                 continue
             if any(word in text for word in COMPILER_WORDS):
