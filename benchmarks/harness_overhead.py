@@ -147,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     print("| workload | median ms per check | largest difference | spread (IQR) ms per check |")
     print("| --- | --- | --- | --- |")
     for i, first in enumerate(verdicts[0][0].workloads):
+        if first.checked_only:
+            continue  # a size checked for correctness only: no timing
         timings = [v.workloads[i].timing for v, _ in verdicts]
         medians = [t.median_ms for t in timings]
         apart = (max(medians) - min(medians)) / min(medians)

@@ -86,6 +86,8 @@ def main(argv: list[str] | None = None) -> int:
                     failed += 1
                     print(f"  {v.status.value}: {v.reason}")
             for i, wl in enumerate(verdicts[0].workloads):
+                if wl.checked_only:
+                    continue  # a size checked for correctness only: no timing
                 base = baseline["workloads"][wl.workload]
                 checks = [v.workloads[i] for v in verdicts if v.passed]
                 rows.append((name, wl.workload, base, checks))

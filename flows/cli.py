@@ -24,7 +24,8 @@ def _prepare_device_env() -> None:
 
 
 def cmd_freeze(args) -> int:
-    from scripts.freeze import freeze
+    from scripts import sizes
+    from scripts.freeze import freeze, load_task
 
     task = freeze(
         Path(args.kernel_path),
@@ -44,6 +45,7 @@ def cmd_freeze(args) -> int:
     print(f"frozen: {task}  (oracle {manifest['oracle_sha256'][:12]}, device {baseline['device']})")
     for name, wl in baseline["workloads"].items():
         print(f"  {name:<24} {wl['status']:<8} baseline {wl['median_ms']:.4f} ms")
+    print(f"  other sizes: {sizes.describe(load_task(task)[0])}")
     return 0
 
 
@@ -93,7 +95,10 @@ def _verdict_table(v) -> str:
     lines += [f"  {w.workload}: {w.reason}" for w in v.workloads if w.reason]
     if v.passed:
         mean = "-" if v.speedup is None else f"{v.speedup:.3f}x"
-        lines += ["", f"PASSED  speedup {mean} (geometric mean over {len(v.workloads)} workloads)"]
+        timed = len(v.workloads) - len(v.sizes_checked)
+        lines += ["", f"PASSED  speedup {mean} (geometric mean over {timed} timed workloads)"]
+        if v.sizes_checked:
+            lines.append(f"        also right at sizes not listed: {', '.join(v.sizes_checked)}")
     else:
         lines += ["", f"{v.status.value}  {v.reason}"]
         if v.output_tail.strip():

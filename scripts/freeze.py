@@ -2,9 +2,11 @@
 
 Layout of a task directory:
   baseline_src/      copy of the input kernel's sources
-  spec.json          the op spec (inputs, workloads, tolerances)
+  spec.json          the op spec (inputs, workloads, tolerances), with the sizes the user did
+                     not list that the reference accepts, as correctness-only workloads
   fingerprint.json   device, arch, driver, torch/triton versions
-  baseline.json      smoke result and timing per workload: the one denominator of every speedup
+  baseline.json      smoke result and timing per timed workload: the one denominator of every
+                     speedup; `checked_only` holds the result at each correctness-only size
   MANIFEST.json      sha256 of every file; `oracle_sha256` identifies the inputs (sources + spec)
 """
 
@@ -15,11 +17,12 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from scripts import manifest
+from scripts import manifest, sizes
 from scripts.errors import BadInput
 from scripts.fingerprint import device_kind, fingerprint
 from scripts.formats import load_spec, module_for
 from scripts.spec import OpSpec
+from scripts.verdict import Status
 
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".git")
 
@@ -50,10 +53,13 @@ def freeze(
     *,
     op: str | None = None,
     solution: str | None = None,
+    other_sizes: bool = True,
 ) -> Path:
     """Freeze `kernel_path`; return the task directory. Nothing is left behind on failure.
 
     `op` and `solution` pick the operator and expert baseline of a flashinfer-bench trace set.
+    `other_sizes`: probe the reference at sizes the input does not list (scripts/sizes.py) and
+    add those it accepts as correctness-only workloads.
     """
     kernel_path = Path(kernel_path)
     spec, src_dir = load_spec(kernel_path, op=op, solution=solution)
@@ -62,11 +68,13 @@ def freeze(
         if (out / manifest.MANIFEST).is_file():
             manifest.verify(out)
             frozen = OpSpec.model_validate_json((out / "spec.json").read_text())
-            if frozen == spec and _same_sources(src_dir, out / "baseline_src"):
+            if frozen.as_listed() == spec and _same_sources(src_dir, out / "baseline_src"):
                 return out  # already frozen from the same input
         raise BadInput(
             str(out), "output directory exists and holds something else; pick another --out"
         )
+    if other_sizes:
+        spec = sizes.add_other_sizes(spec, src_dir)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
@@ -90,18 +98,34 @@ def measure_baseline(spec: OpSpec, task_dir: Path, **options) -> dict:
 
     module_for(spec.format)  # fail early on an unknown format
     verdict = judge_baseline(task_dir, **options)
-    if not verdict.passed:
+    untimed = {w.name for w in spec.workloads if not w.timed}
+    failed = {w.workload: w.reason for w in verdict.workloads if w.status is not Status.PASSED}
+    if failed and verdict.workloads and set(failed) <= untimed:
+        # The baseline fails only at sizes the user did not list: those are not checked.
+        reasons = {name: f"the frozen baseline fails there: {why}" for name, why in failed.items()}
+        spec = sizes.drop(spec, reasons)
+        _write_json(Path(task_dir) / "spec.json", spec.model_dump(mode="json"))
+    elif not verdict.passed:
         raise BadInput(f"{spec.name} baseline", f"it does not pass its own check: {verdict.reason}")
-    workloads = {
-        w.workload: {
+    workloads, checked_only = {}, {}
+    for w in verdict.workloads:
+        if w.workload in failed:
+            continue
+        result = {
             "status": w.status.value,
             "max_rel_error": w.max_rel_error,
             "tolerance": w.tolerance,
-            **w.timing.model_dump(),
         }
-        for w in verdict.workloads
+        if w.checked_only:
+            checked_only[w.workload] = result
+        else:
+            workloads[w.workload] = {**result, **w.timing.model_dump()}
+    return {
+        "device": device_kind(),
+        "device_name": verdict.device,
+        "workloads": workloads,
+        "checked_only": checked_only,
     }
-    return {"device": device_kind(), "device_name": verdict.device, "workloads": workloads}
 
 
 def _same_sources(a: Path, b: Path) -> bool:

@@ -237,7 +237,7 @@ class Judge:
             reason = bad.reason  # one cause for every workload (e.g. it did not load)
         elif bad:
             reason = f"workload {bad.workload!r}: {bad.reason}"
-        speedups = [w.speedup for w in verdicts]
+        speedups = [w.speedup for w in verdicts if not w.checked_only]
         return Verdict(
             candidate=self.req.candidate or "baseline",
             oracle_sha256=self.oracle,

@@ -70,6 +70,18 @@ class Workload(BaseModel):
     dims: dict[str, int] = Field(default_factory=dict)
     # Format-specific payload (e.g. a flashinfer-bench workload's input descriptors).
     extra: dict = Field(default_factory=dict)
+    # False: a size the user did not list, added at freeze (scripts/sizes.py): a candidate must
+    # be right there, but it is not timed and takes no part in any speedup.
+    timed: bool = True
+
+
+class SizeProbe(BaseModel):
+    """A size the user did not list, tried on the reference at freeze time."""
+
+    model_config = ConfigDict(extra="forbid")
+    workload: str  # the name it has (or would have had) as a correctness-only workload
+    checked: bool  # True: it is one of the spec's workloads, untimed
+    reason: str | None = None  # why it is not, when it is not
 
 
 class OpSpec(BaseModel):
@@ -87,6 +99,7 @@ class OpSpec(BaseModel):
     tolerance: dict[str, float] = Field(default_factory=dict)
     flops: str | None = None  # python expression over dims, e.g. "2*M*N*K"
     extra: dict = Field(default_factory=dict)
+    sizes_probed: list[SizeProbe] = Field(default_factory=list)  # filled by freeze
 
     @model_validator(mode="after")
     def _entry_has_symbol(self) -> OpSpec:
@@ -97,6 +110,8 @@ class OpSpec(BaseModel):
         names = [w.name for w in self.workloads]
         if len(set(names)) != len(names):
             raise ValueError(f"workload names repeat: {names}")
+        if not any(w.timed for w in self.workloads):
+            raise ValueError("at least one workload is timed")
         return self
 
     def tolerance_for(self, dtype: str) -> float:
@@ -105,6 +120,14 @@ class OpSpec(BaseModel):
     @property
     def reference_entry(self) -> str:
         return self.reference or self.entry
+
+    @property
+    def timed_workloads(self) -> list[Workload]:
+        return [w for w in self.workloads if w.timed]
+
+    def as_listed(self) -> OpSpec:
+        """The spec as its input lists it: without the sizes freeze added."""
+        return self.model_copy(update={"workloads": self.timed_workloads, "sizes_probed": []})
 
     def workload(self, name: str) -> Workload:
         for w in self.workloads:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from enum import Enum
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, computed_field, model_validator
 
 
 class Status(str, Enum):
@@ -46,11 +46,14 @@ class WorkloadVerdict(BaseModel):
     timing: Timing | None = None
     baseline_ms: float | None = None
     speedup: float | None = None
+    checked_only: bool = False  # a size the user did not list: correctness only, never timed
 
     @model_validator(mode="after")
     def _fields_match_status(self) -> WorkloadVerdict:
+        if self.checked_only and (self.timing or self.speedup is not None):
+            raise ValueError("a checked-only workload carries no timing and no speedup")
         if self.status is Status.PASSED:
-            if self.timing is None:
+            if self.timing is None and not self.checked_only:
                 raise ValueError("a PASSED workload carries its timing")
         elif not self.reason:
             raise ValueError(f"a {self.status.value} workload carries a reason")
@@ -82,6 +85,12 @@ class Verdict(BaseModel):
     @property
     def passed(self) -> bool:
         return self.status is Status.PASSED
+
+    @computed_field
+    @property
+    def sizes_checked(self) -> list[str]:
+        """The correctness-only workloads: sizes the user did not list, checked untimed."""
+        return [w.workload for w in self.workloads if w.checked_only]
 
 
 def geomean(values: list[float]) -> float | None:

@@ -38,6 +38,8 @@ def verify_workload(
         worst = max(worst, err)
     out_bytes = nbytes(refs)
     checked = dict(max_rel_error=worst, tolerance=tol)
+    if not wl.timed:  # a size checked for correctness only (scripts/sizes.py): no timing
+        return verdict(Status.PASSED, checked_only=True, **checked)
 
     samples, count = record.samples_ms, len(seeds.sample_seeds)
     if len(samples) != count or len(record.projections) != count:

@@ -26,7 +26,8 @@ def baseline_stats(task_dir: Path) -> tuple[dict[str, float], dict[str, float]]:
     data = json.loads((Path(task_dir) / "baseline.json").read_text())
     spec = json.loads((Path(task_dir) / "spec.json").read_text())
     medians, spreads = {}, {}
-    for name in [w["name"] for w in spec["workloads"]]:  # the spec's order, not the file's
+    timed = [w["name"] for w in spec["workloads"] if w.get("timed", True)]  # not checked-only
+    for name in timed:  # the spec's order, not the file's
         wl = data["workloads"][name]
         medians[name] = wl["median_ms"]
         samples = wl.get("samples_ms") or [wl["median_ms"]]
@@ -41,6 +42,8 @@ def baseline_stats(task_dir: Path) -> tuple[dict[str, float], dict[str, float]]:
 def margin(result: CandidateResult, base_spread: dict[str, float]) -> float | None:
     parts = []
     for w in result.verdict.workloads:
+        if w.checked_only:
+            continue  # a size checked for correctness, never timed
         if w.timing is None or w.timing.median_ms <= 0:
             return None
         parts.append(w.timing.spread_ms / w.timing.median_ms + base_spread.get(w.workload, 0.0))
@@ -81,7 +84,7 @@ def _row(result, source, review, failed_reason, base_spread) -> CandidateRow:
         status=status,
         detail=detail,
         speedup=result.verdict.speedup,
-        speedups={w.workload: w.speedup for w in result.verdict.workloads},
+        speedups={w.workload: w.speedup for w in result.verdict.workloads if not w.checked_only},
         margin=m,
         path=result.candidate.path,
     )

@@ -4,6 +4,13 @@ The frozen baseline is `Model(*get_init_inputs())`, built under a fixed seed; it
 reference. A candidate is a file defining `ModelNew`, built with the same constructor arguments
 under the same seed (so parameters match) and called as `module(*inputs)`. Inputs are
 `get_inputs()` after `torch.manual_seed(seed)`, moved to the device.
+
+Other sizes (scripts/sizes.py) change the leading dimension n of the first tensor input. Where a
+module-level int that `get_inputs` reads equals n and setting it changes that dimension (KernelBench's
+`batch_size`, `M`, `N`, ...), it is set for the call: the problem's own code draws the inputs, so
+whatever it builds (targets within a class count, masks) stays consistent, and every dimension that
+name sets changes with it. Otherwise, every tensor whose leading dimension is n is cut to the new
+size, or drawn again and concatenated for a larger one: rows drawn as the problem draws them.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import torch
 from scripts.errors import BadInput
 from scripts.formats.staging import scratch_dir
 from scripts.program import import_file, top_level_names
+from scripts.sizes import Variant, targets
 from scripts.spec import DTYPES, InputSpec, OpKind, OpSpec, Workload
 
 REQUIRED = ("Model", "get_inputs", "get_init_inputs")
@@ -150,8 +158,104 @@ def make_inputs(spec: OpSpec, src_dir: Path, workload, seed: int, device: str) -
     # and a GPU left idle that long between timed samples lets its clocks fall (an idle H200
     # runs at 345 MHz): the suspected cause of large problems timed slower than they run.
     with torch.device(device):
-        inputs = module.get_inputs()
+        inputs = _resized_inputs(module, workload.extra.get("resize"))
     return [v.to(device) if isinstance(v, torch.Tensor) else v for v in inputs]
+
+
+def _resized_inputs(module, resize: dict | None) -> list:
+    if not resize:
+        return list(module.get_inputs())
+    if "global" in resize:
+        name, was = resize["global"], getattr(module, resize["global"])
+        setattr(module, name, resize["value"])
+        try:
+            return list(module.get_inputs())
+        finally:
+            setattr(module, name, was)
+    lead, n = resize["lead"], resize["dim0"]
+    draws = [list(module.get_inputs()) for _ in range(-(-n // lead))]
+    out = []
+    for i, value in enumerate(draws[0]):
+        if _leads_with(value, lead):
+            whole = torch.cat([d[i] for d in draws]) if len(draws) > 1 else value
+            value = whole[:n].clone()
+        out.append(value)
+    return out
+
+
+def _leads_with(value, lead: int) -> bool:
+    return isinstance(value, torch.Tensor) and value.dim() >= 1 and value.shape[0] == lead
+
+
+def _global_names(code) -> list[str]:
+    """Names `code` (and the functions and comprehensions inside it) may read as globals."""
+    names = list(code.co_names)
+    for const in code.co_consts:
+        if hasattr(const, "co_names"):
+            names += _global_names(const)
+    return list(dict.fromkeys(names))
+
+
+def _meta_inputs(module, resize: dict | None) -> list | None:
+    try:
+        with torch.device("meta"):
+            return _resized_inputs(module, resize)
+    except Exception:
+        return None
+
+
+def _size_global(module, lead: int) -> str | None:
+    """The module-level int that sets the first tensor input's leading dimension, if one does."""
+    code = getattr(module.get_inputs, "__code__", None)
+    for name in _global_names(code) if code is not None else []:
+        value = vars(module).get(name)
+        if type(value) is not int or value != lead:
+            continue
+        inputs = _meta_inputs(module, {"global": name, "value": lead + 1})
+        first = next((v for v in inputs or [] if isinstance(v, torch.Tensor) and v.dim()), None)
+        if first is not None and first.shape[0] == lead + 1:
+            return name
+    return None
+
+
+def _bytes(described: list[dict]) -> int:
+    total = 0
+    for d in described:
+        if "shape" in d and d["dtype"] in DTYPES:
+            size = getattr(torch, d["dtype"]).itemsize
+            total += size * int(torch.Size(d["shape"]).numel())
+    return total
+
+
+def other_sizes(spec: OpSpec, src_dir: Path) -> list[Variant]:
+    """The leading dimension n of the first tensor input halved, doubled and made odd."""
+    module = _import_problem(_problem_file(spec, src_dir), f"{spec.name}: get_inputs")
+    listed = spec.workloads[0].extra.get("inputs", [])
+    lead = next((d["shape"][0] for d in listed if d.get("shape")), None)
+    if lead is None:
+        return []
+    name = _size_global(module, lead)
+    variants = []
+    for _, n in targets(lead):
+        if name is not None:
+            resize, label = {"global": name, "value": n}, f"{name}={n}"
+        else:
+            resize, label = {"dim0": n, "lead": lead}, f"dim0={n}"
+        inputs = _meta_inputs(module, resize)
+        if inputs is not None:
+            described = [_describe(v) for v in inputs]
+        else:  # get_inputs does not run on the meta device: scale the listed shapes
+            described = [
+                {**d, "shape": [n, *d["shape"][1:]]} if (d.get("shape") or [0])[0] == lead else d
+                for d in listed
+            ]
+        wl = Workload(
+            name=f"{spec.workloads[0].name}@{label}",
+            timed=False,
+            extra={"inputs": described, "resize": resize},
+        )
+        variants.append(Variant(workload=wl, input_bytes=_bytes(described), larger=n > lead))
+    return variants
 
 
 class ModuleCall:

@@ -30,7 +30,8 @@ from pydantic import ValidationError
 
 from scripts.errors import BadInput
 from scripts.program import check_entry, native_inputs, resolve_entry, shape_of
-from scripts.spec import OpSpec
+from scripts.sizes import Variant, targets
+from scripts.spec import OpSpec, Workload
 
 SPEC_FILE = "op.toml"
 
@@ -74,3 +75,33 @@ def load_callable(
     src = Path(candidate) if candidate is not None else Path(src_dir)
     where = str(candidate) if candidate is not None else f"{src_dir}/{entry}"
     return resolve_entry(src, entry, where)
+
+
+def _input_bytes(spec: OpSpec, dims: dict[str, int]) -> int:
+    import torch
+
+    total = 0
+    for inp in spec.inputs:
+        shape = shape_of(inp, dims, f"workload dims {dims}")
+        total += getattr(torch, inp.dtype).itemsize * int(torch.Size(shape).numel())
+    return total
+
+
+def other_sizes(spec: OpSpec, src_dir: Path) -> list[Variant]:
+    """The first workload with its first dimension (the first named one in the first input's
+    shape) halved, doubled and made odd; sizes a listed workload already has are left out."""
+    first = spec.workloads[0]
+    named = [d for inp in spec.inputs[:1] for d in inp.shape if isinstance(d, str)]
+    dim = next((d for d in named if d in first.dims), None)
+    if dim is None:
+        return []
+    listed = [w.dims for w in spec.workloads]
+    variants = []
+    for _, n in targets(first.dims[dim]):
+        dims = {**first.dims, dim: n}
+        if dims in listed:
+            continue
+        wl = Workload(name=f"{first.name}@{dim}={n}", dims=dims, timed=False)
+        size = _input_bytes(spec, dims)
+        variants.append(Variant(workload=wl, input_bytes=size, larger=n > first.dims[dim]))
+    return variants

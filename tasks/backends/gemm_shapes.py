@@ -25,11 +25,11 @@ def _meta_inputs(ctx: BuildContext, workload) -> list:
 
 
 def record(ctx: BuildContext, entry: str) -> list[dict]:
-    """Distinct GEMM rows (aiter's untuned-CSV columns) over every frozen workload."""
+    """Distinct GEMM rows (aiter's untuned-CSV columns) over every timed frozen workload."""
     fmt = module_for(ctx.spec.format)
     fn = fmt.load_callable(ctx.spec, ctx.baseline_src, entry, "meta")
     rows: list[dict] = []
-    for wl in ctx.spec.workloads:
+    for wl in ctx.spec.timed_workloads:
         recorder = RecordGemms()
         with recorder, torch.no_grad():
             fn(*_meta_inputs(ctx, wl))

@@ -1,0 +1,250 @@
+"""Sizes the user did not list: correctness-only workloads, added at freeze.
+
+A winner is applied to real code that calls it at other sizes than the ones it was timed at. At
+freeze, the input's format proposes other sizes (`other_sizes(spec, src_dir)` in its module: for a
+KernelBench problem the leading dimension halved, doubled and made odd; for an op.toml spec the
+first input's first named dimension of the first workload, likewise) and the reference is called
+at each, on inputs drawn as every check draws them, with uninitialised memory reading NaN. A size
+is kept only if the reference returns tensors whose values are all finite there (what it raises
+on, or leaves unwritten, is not a size it accepts). Kept sizes become untimed workloads
+(`Workload.timed = False`): every check runs the candidate's trials there and compares them in
+full with the reference, a mismatch refuses the candidate like any workload, and they take no
+part in timing or speedups. Every size tried is recorded in `OpSpec.sizes_probed`, with the
+reason for each one not kept.
+
+On an accelerator the probe runs in a process of its own, started afresh after a size fails (a
+kernel that faults at an odd size must neither take the freeze with it nor leave a broken device
+context to the next size); on a CPU it runs in this process.
+
+`python -m scripts.sizes SPEC.json SRC_DIR ANSWERS.jsonl` is that process: it probes the spec's
+untimed workloads not yet answered in ANSWERS.jsonl, one JSON line each, and stops after a failure
+when on an accelerator.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from scripts.spec import OpSpec, SizeProbe, Workload
+
+MAX_INPUT_BYTES = 2 << 30  # a size larger than the listed one is not tried above this (memory)
+PROBE_SEED = 1234  # fixed: freezing the same input twice proposes and keeps the same sizes
+PROBE_TIMEOUT_S = 600.0
+RESTART = 3  # the probe process's exit status after a failure on an accelerator
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class Variant(BaseModel):
+    """A size a format proposes: the untimed workload and how many bytes its inputs take."""
+
+    workload: Workload
+    input_bytes: int | None = None  # None: not known before making them
+    larger: bool = False  # larger than the listed size it was derived from
+
+
+def targets(n: int) -> list[tuple[str, int]]:
+    """Other values for a dimension of size n: halved, doubled and made odd (n - 1 when n is
+    even, n + 2 when n is odd already), those that are >= 1, differ from n and from each other."""
+    odd = n - 1 if n % 2 == 0 else n + 2
+    found: list[tuple[str, int]] = []
+    for label, m in (("halved", n // 2), ("doubled", 2 * n), ("odd", odd)):
+        if m >= 1 and m != n and m not in [v for _, v in found]:
+            found.append((label, m))
+    return found
+
+
+def add_other_sizes(
+    spec: OpSpec, src_dir: Path, device: str | None = None, isolated: bool | None = None
+) -> OpSpec:
+    """`spec` with the other sizes its reference accepts appended as untimed workloads, and
+    every size tried in `sizes_probed`. A format without `other_sizes` gets none."""
+    from scripts.fingerprint import device_kind
+    from scripts.formats import module_for
+
+    propose = getattr(module_for(spec.format), "other_sizes", None)
+    if propose is None:
+        return spec
+    device = device or device_kind()
+    probes, tried = [], []
+    for variant in propose(spec, Path(src_dir)):
+        size = variant.input_bytes
+        if variant.larger and size is not None and size > MAX_INPUT_BYTES:
+            reason = f"not tried: its inputs would take {size / 2**30:.1f} GiB"
+            probes.append(SizeProbe(workload=variant.workload.name, checked=False, reason=reason))
+        else:
+            tried.append(variant.workload)
+    if tried:
+        candidate = spec.model_copy(update={"workloads": [*spec.workloads, *tried]})
+        isolated = device != "cpu" if isolated is None else isolated
+        answers = (_probe_isolated if isolated else _probe_here)(candidate, Path(src_dir), device)
+    else:
+        answers = {}
+    kept = []
+    for wl in tried:
+        reason = answers.get(wl.name, "the probe gave no answer")
+        probes.append(SizeProbe(workload=wl.name, checked=reason is None, reason=reason))
+        if reason is None:
+            kept.append(wl)
+    order = {w.name: i for i, w in enumerate(tried)}
+    probes.sort(key=lambda p: order.get(p.workload, -1))
+    return spec.model_copy(update={"workloads": [*spec.workloads, *kept], "sizes_probed": probes})
+
+
+def drop(spec: OpSpec, reasons: dict[str, str]) -> OpSpec:
+    """`spec` without the untimed workloads named in `reasons`, recorded as not checked."""
+    probes = [
+        p.model_copy(update={"checked": False, "reason": reasons[p.workload]})
+        if p.workload in reasons
+        else p
+        for p in spec.sizes_probed
+    ]
+    workloads = [w for w in spec.workloads if w.timed or w.name not in reasons]
+    return spec.model_copy(update={"workloads": workloads, "sizes_probed": probes})
+
+
+def describe(spec: OpSpec) -> str:
+    """One line: which sizes are checked, which were not and why."""
+    checked = [p.workload for p in spec.sizes_probed if p.checked]
+    skipped = [f"{p.workload} ({p.reason})" for p in spec.sizes_probed if not p.checked]
+    parts = [f"also checked at {', '.join(checked)}" if checked else "no other size checked"]
+    if skipped:
+        parts.append(f"not at {'; '.join(skipped)}")
+    return "; ".join(parts)
+
+
+# The probe itself.
+
+
+def probe_one(fmt, spec: OpSpec, src_dir: Path, fn, wl: Workload, device: str) -> str | None:
+    """None if the reference accepts size `wl`, else why not."""
+    import torch
+
+    from scripts import compare
+    from scripts.child import poisoned_allocations
+
+    try:
+        inputs = fmt.make_inputs(spec, src_dir, wl, PROBE_SEED, device)
+        with torch.no_grad(), poisoned_allocations():
+            outs = compare.as_outputs(fn(*inputs))
+            if device != "cpu":
+                torch.cuda.synchronize()
+    except Exception as exc:
+        return f"the reference raised {type(exc).__name__}: {str(exc).strip()[:300]}"
+    for i, out in enumerate(outs):
+        if not isinstance(out, torch.Tensor):
+            return f"the reference's output {i} is a {type(out).__name__}, not a tensor"
+        if (out.dtype.is_floating_point or out.dtype.is_complex) and not bool(
+            torch.isfinite(out).all()
+        ):
+            return f"the reference's output {i} holds NaN/Inf there (unwritten or undefined)"
+    return None
+
+
+def _probe_here(
+    spec: OpSpec, src_dir: Path, device: str, stop_on_failure: bool = False, write=None
+):
+    from scripts.formats import module_for
+
+    fmt = module_for(spec.format)
+    answers: dict[str, str | None] = {}
+    try:
+        fn = fmt.load_callable(spec, src_dir, spec.reference_entry, device)
+    except Exception as exc:
+        reason = f"loading the reference raised {type(exc).__name__}: {exc}"[:300]
+        return {w.name: reason for w in spec.workloads if not w.timed}
+    for wl in spec.workloads:
+        if wl.timed:
+            continue
+        answers[wl.name] = probe_one(fmt, spec, src_dir, fn, wl, device)
+        if write is not None:
+            write(wl.name, answers[wl.name])
+        if answers[wl.name] is not None and stop_on_failure:
+            break
+    return answers
+
+
+def _probe_isolated(spec: OpSpec, src_dir: Path, device: str) -> dict[str, str | None]:
+    """Probe in fresh processes: one runs until a size fails, the next takes the rest."""
+    from scripts import sandbox
+
+    answers: dict[str, str | None] = {}
+    names = [w.name for w in spec.workloads if not w.timed]
+    env = sandbox.scrub_env(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(REPO_ROOT), env.get("PYTHONPATH"))))
+    with tempfile.TemporaryDirectory(prefix="bakeoff-sizes-") as tmp:
+        work = Path(tmp)
+        (work / "spec.json").write_text(spec.model_dump_json())
+        out = work / "answers.jsonl"
+        out.touch()
+        while len(answers) < len(names):
+            finished = sandbox.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "scripts.sizes",
+                    str(work / "spec.json"),
+                    str(src_dir),
+                    str(out),
+                ],
+                env=env,
+                cwd=work,
+                log_path=work / "probe.log",
+                timeout_s=PROBE_TIMEOUT_S,
+            )
+            before = len(answers)
+            answers.update(_read_answers(out, names))
+            if len(answers) == before:  # it ended before answering the next size
+                name = next(n for n in names if n not in answers)
+                how = "ran out of time" if finished.timed_out else finished.how
+                answers[name] = f"the reference's process {how} there"
+                _append(out, name, answers[name])
+    return answers
+
+
+def _read_answers(path: Path, names: list[str]) -> dict[str, str | None]:
+    found = {}
+    for line in path.read_text().splitlines():
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue  # a line cut short by a crash
+        if item.get("workload") in names:
+            found[item["workload"]] = item.get("reason")
+    return found
+
+
+def _append(path: Path, name: str, reason: str | None) -> None:
+    with open(path, "a") as f:
+        f.write(json.dumps({"workload": name, "reason": reason}) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def main(argv: list[str]) -> int:
+    from scripts.fingerprint import device_kind
+
+    spec = OpSpec.model_validate_json(Path(argv[0]).read_text())
+    src_dir, out = Path(argv[1]), Path(argv[2])
+    done = _read_answers(out, [w.name for w in spec.workloads])
+    rest = [w for w in spec.workloads if w.timed or w.name not in done]
+    todo = spec.model_copy(update={"workloads": rest})
+    device = device_kind()
+    answers = _probe_here(
+        todo,
+        src_dir,
+        device,
+        stop_on_failure=device != "cpu",
+        write=lambda name, reason: _append(out, name, reason),
+    )
+    failed = any(r is not None for r in answers.values())
+    return RESTART if failed and device != "cpu" else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
