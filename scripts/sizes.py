@@ -71,28 +71,33 @@ def add_other_sizes(
     if propose is None:
         return spec
     device = device or device_kind()
-    probes, tried = [], []
-    for variant in propose(spec, Path(src_dir)):
-        size = variant.input_bytes
-        if variant.larger and size is not None and size > MAX_INPUT_BYTES:
-            reason = f"not tried: its inputs would take {size / 2**30:.1f} GiB"
-            probes.append(SizeProbe(workload=variant.workload.name, checked=False, reason=reason))
-        else:
-            tried.append(variant.workload)
+    variants = list(propose(spec, Path(src_dir)))
+    refused: dict[str, str] = {}
+    for v in variants:
+        if v.larger and v.input_bytes is not None and v.input_bytes > MAX_INPUT_BYTES:
+            refused[v.workload.name] = (
+                f"not tried: its inputs would take {v.input_bytes / 2**30:.3g} GiB, "
+                f"over the {MAX_INPUT_BYTES / 2**30:.3g} GiB allowed a larger size"
+            )
+    tried = [v.workload for v in variants if v.workload.name not in refused]
     if tried:
         candidate = spec.model_copy(update={"workloads": [*spec.workloads, *tried]})
         isolated = device != "cpu" if isolated is None else isolated
-        answers = (_probe_isolated if isolated else _probe_here)(candidate, Path(src_dir), device)
-    else:
-        answers = {}
-    kept = []
-    for wl in tried:
-        reason = answers.get(wl.name, "the probe gave no answer")
-        probes.append(SizeProbe(workload=wl.name, checked=reason is None, reason=reason))
-        if reason is None:
-            kept.append(wl)
-    order = {w.name: i for i, w in enumerate(tried)}
-    probes.sort(key=lambda p: order.get(p.workload, -1))
+        probe = _probe_isolated if isolated else _probe_here
+        answers = probe(candidate, Path(src_dir), device)
+        for w in tried:
+            reason = answers.get(w.name, "the probe gave no answer")
+            if reason is not None:
+                refused[w.name] = reason
+    probes = [
+        SizeProbe(
+            workload=v.workload.name,
+            checked=v.workload.name not in refused,
+            reason=refused.get(v.workload.name),
+        )
+        for v in variants
+    ]
+    kept = [w for w in tried if w.name not in refused]
     return spec.model_copy(update={"workloads": [*spec.workloads, *kept], "sizes_probed": probes})
 
 
@@ -201,8 +206,8 @@ def _probe_isolated(spec: OpSpec, src_dir: Path, device: str) -> dict[str, str |
             answers.update(_read_answers(out, names))
             if len(answers) == before:  # it ended before answering the next size
                 name = next(n for n in names if n not in answers)
-                how = "ran out of time" if finished.timed_out else finished.how
-                answers[name] = f"the reference's process {how} there"
+                how = f"ran past {PROBE_TIMEOUT_S:g} s" if finished.timed_out else finished.how
+                answers[name] = f"the reference's process {how}"
                 _append(out, name, answers[name])
     return answers
 

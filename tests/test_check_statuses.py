@@ -59,7 +59,10 @@ CASES = {
 @pytest.fixture(scope="session")
 def small_task(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("statuses") / "task"
-    return freeze(ROOT / "tests/corpus/rmsnorm_op", out, measure=partial(measure_baseline, **SMALL))
+    measure = partial(
+        measure_baseline, **SMALL
+    )  # the listed sizes alone: tests/test_other_sizes.py
+    return freeze(ROOT / "tests/corpus/rmsnorm_op", out, measure=measure, other_sizes=False)
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:
