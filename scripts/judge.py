@@ -158,7 +158,8 @@ class Judge:
         self.seeds = [
             protocol.WorkloadSeeds(
                 name=wl.name,
-                trial_seeds=[fresh_seed() for _ in range(request.trials)],
+                # A size checked for correctness only (scripts/sizes.py): one trial.
+                trial_seeds=[fresh_seed() for _ in range(request.trials if wl.timed else 1)],
                 warmup_seed=fresh_seed(),
                 sample_seeds=[fresh_seed() for _ in range(request.samples)],
                 wall_seed=fresh_seed(),

@@ -24,7 +24,8 @@ def verify_workload(
         return WorkloadVerdict(workload=wl.name, status=status, reason=reason, **fields)
 
     if len(record.trials) != len(seeds.trial_seeds):
-        return verdict(Status.FLAGGED, f"reported {len(record.trials)} trials, not {req.trials}")
+        wanted = len(seeds.trial_seeds)
+        return verdict(Status.FLAGGED, f"reported {len(record.trials)} trials, not {wanted}")
     worst, tol = 0.0, None
     for t, seed in enumerate(seeds.trial_seeds):
         _, refs = reference.outputs(wl, seed)
