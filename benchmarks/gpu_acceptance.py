@@ -144,7 +144,15 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--deadline-s", type=float, default=520.0)
     ap.add_argument("--budget", type=int, default=2, help="candidates per search lane")
     args = ap.parse_args(argv)
-    import torch
+    try:
+        import prefect  # noqa: F401
+        import pydantic  # noqa: F401
+        import torch
+    except ImportError as exc:
+        print(
+            f"gpu_acceptance: {exc}: install the wheels first (gpu_acceptance.md)", file=sys.stderr
+        )
+        return 2
 
     start = time.monotonic()
     left = lambda: args.deadline_s - (time.monotonic() - start)  # noqa: E731
@@ -236,7 +244,7 @@ def main(argv: list[str]) -> int:
 
 def judge(rows, problems, twice, single, ncu_ms, corpus_rc) -> dict:
     aims: dict = {}
-    reached = [p for p in problems if p["reached"]]
+    reached = [p for p in problems if p["reached"] and p["exit"] == 0]
     broken = [f"{r['problem']}/{r['name']}" for r in rows if r["status"] == "HARNESS_ERROR"]
     crashed = [f"{r['problem']}/{r['name']}" for r in rows if r["status"] in ("CRASHED",)]
     unreached = [p["problem"] for p in problems if not p["reached"] or p.get("exit") != 0]

@@ -34,6 +34,7 @@ class Timing(BaseModel):
     spread_ms: float  # interquartile range of the samples
     samples_ms: list[float]
     wall_ms_per_call: float | None = None  # the judge's own wall-clock cross-check
+    wall_host_ms_per_call: float | None = None  # ... and the host's time to queue a call there
     # Diagnostics the candidate's process reported per sample (not used to judge): the SM clock
     # after the sample (NVIDIA only) and how long the device may have waited on the host.
     sm_clock_mhz: list[int | None] = Field(default_factory=list)

@@ -78,7 +78,8 @@ def verify_workload(
     if isinstance(wall, str):
         return verdict(Status.FLAGGED, wall, **checked)
     clock = timing.clock_kind(reference.device)
-    measured = with_diagnostics(timing.summarize(samples, clock, wall), record, count)
+    host = timing.host_ms_per_call(markers, index, record.wall_calls)
+    measured = with_diagnostics(timing.summarize(samples, clock, wall, host), record, count)
     spec, dims = judge.spec, wl.dims
     moved = timing.bytes_needed(
         timing.evaluate(spec.extra.get("bytes"), dims), out_bytes, info.llc_bytes

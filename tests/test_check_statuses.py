@@ -103,7 +103,9 @@ def test_passed_verdict_carries_timing_speedup_and_costs(small_task, tmp_path):
 
 
 def test_without_side_by_side_the_frozen_figure_is_the_denominator(small_task, tmp_path):
-    verdict = check(small_task, write(tmp_path, "plain", source(RMS)), side_by_side=False, **SMALL)
+    verdict = check(
+        small_task, write(tmp_path, "plain", source(f"return {RMS}")), side_by_side=False, **SMALL
+    )
     baseline = json.loads((small_task / "baseline.json").read_text())["workloads"]
     for w in verdict.workloads:
         assert w.baseline_timing is None
