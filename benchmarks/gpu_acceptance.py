@@ -81,6 +81,8 @@ def checked(run_dir: Path) -> list[dict]:
                 "frozen_ms": (timed[0].get("frozen_baseline_ms") if timed else None),
                 "speedup": v.get("speedup"),
                 "overhead_s_per_workload": (v.get("harness_seconds") or 0.0) / max(1, len(wls)),
+                "candidate_s": v.get("candidate_seconds"),
+                "phases": v.get("harness_phases"),
             }
         )
     return rows
@@ -95,9 +97,9 @@ def peers(task: Path, rows: list[dict], timeout: float) -> dict[str, float]:
     )
     found = {}
     for line in out.splitlines():
-        if line.startswith("{"):
+        if line.startswith('{"peer"'):  # candidates may print lines of their own
             d = json.loads(line)
-            found[d["name"]] = d["do_bench_ms"]
+            found[d["peer"]] = d["do_bench_ms"]
     if rc != 0:
         print(f"  do_bench peers: exit {rc}: {out[-800:]}", flush=True)
     return found
