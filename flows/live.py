@@ -38,6 +38,7 @@ def result_json(report: Report) -> dict:
     return {
         "run_dir": report.run_dir,
         "report": report.report_path,
+        "html": report.html_path,
         "kernel": report.kernel,
         "mode": report.mode,
         "oracle_sha256": report.oracle_sha256,
@@ -185,4 +186,5 @@ def run(request: BakeoffRequest, as_json: bool = False, debug: bool = False) -> 
     for line in report.warnings:
         console.print(f"warning: {line}")
     console.print(f"report: {report.report_path}")
+    console.print(f"html report: {report.html_path}")
     return 0

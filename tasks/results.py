@@ -130,6 +130,7 @@ class Report(BaseModel):
     lanes: list[LaneResult] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     report_path: str = ""
+    html_path: str = ""  # report.html beside report.md (tasks/report_html.py)
 
 
 class DiscoverOutcome(BaseModel):
