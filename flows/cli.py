@@ -151,6 +151,8 @@ def cmd_run(args) -> int:
         lane_timeout_s=args.lane_timeout,
         check_timeout_s=args.check_timeout,
         samples=args.samples,
+        apply_to_original=args.apply,
+        rounds=args.rounds,
     )
     return run(request, as_json=args.json, debug=args.debug)
 

@@ -1,8 +1,8 @@
 """report.html in Debian's headless Chromium: every plot drawn with every point its report
 holds, no request made by the page, a screenshot kept, and the page linked as an artifact.
 
-The run is a real bake-off (two lanes on CPU slots, the quick test responders checking copies
-of the baseline with the real harness). The screenshot goes to $BAKEOFF_TEST_ARTIFACTS
+The run is a real bake-off: a round of the campaign that tests/conftest.py runs (the test
+responders have copies of the baseline checked by the real harness). The screenshot goes to $BAKEOFF_TEST_ARTIFACTS
 (default test-artifacts/ in the checkout)."""
 
 import json
@@ -16,8 +16,7 @@ from scripts.spec import OpSpec
 from tasks.roofline import DeviceRates, floors
 
 from .browser import available, browser_run, dump_dom, screenshot
-from .conftest import EXAMPLES, ROOT
-from .role_doubles import QUICK
+from .conftest import ROOT
 
 pytestmark = pytest.mark.slow
 
@@ -74,24 +73,9 @@ def expected_points(report: dict, floors: int) -> dict[str, int]:
 
 
 @pytest.fixture(scope="module")
-def quick_run(prefect_api, tmp_path_factory):
-    from flows.bakeoff import bakeoff
-
-    tmp = tmp_path_factory.mktemp("html")
-    os.environ["BAKEOFF_LOCK_DIR"] = str(tmp / "locks")
-    os.environ["BAKEOFF_CPU_SLOTS"] = "2"
-    try:
-        report = bakeoff(
-            str(EXAMPLES / "rmsnorm_torch"),
-            mode="bakeoff",
-            backends=["triton"],
-            budget=2,
-            run_dir=str(tmp / "runs" / "rmsnorm"),
-            agents=QUICK,
-        )
-    finally:
-        del os.environ["BAKEOFF_LOCK_DIR"], os.environ["BAKEOFF_CPU_SLOTS"]
-    return report
+def quick_run(campaign_run):
+    """The report of a real run: the campaign's (tests/conftest.py) final round."""
+    return campaign_run[1]
 
 
 @pytest.mark.skipif(not available(), reason="Debian's chromium is not installed (.ci/run does)")
