@@ -155,3 +155,20 @@ def test_nightly_detects_a_slowed_winner_and_passes_an_unchanged_one(
     assert history.last_accepted(url, "rmsnorm").accepted.timings[0].median_ms < (
         history.runs(url, "rmsnorm")[0].candidate("torch").timings[0].median_ms
     )
+
+
+@pytest.mark.slow
+def test_the_one_command_creates_the_notification_automation(prefect_api, capsys):
+    from prefect.client.orchestration import get_client
+
+    from deployments.alerts import AUTOMATION, main
+
+    for _ in range(2):  # running it again replaces, never duplicates
+        assert main(["--webhook-url", "http://127.0.0.1:9/hook"]) == 0
+    assert AUTOMATION in capsys.readouterr().out
+    with get_client(sync_client=True) as client:
+        (made,) = client.read_automations_by_name(AUTOMATION)
+    assert made.trigger.expect == {"prefect.flow-run.Failed"}
+    assert "regression" in made.trigger.match_related.get("prefect.resource.name")
+    (action,) = made.actions
+    assert action.type == "send-notification" and action.block_document_id
