@@ -86,6 +86,7 @@ def test_nightly_detects_a_slowed_winner_and_passes_an_unchanged_one(
 ):
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+    from prefect.client.schemas.sorting import ArtifactSort
 
     from flows.regression import regression
 
@@ -145,8 +146,9 @@ def test_nightly_detects_a_slowed_winner_and_passes_an_unchanged_one(
     summary = next((tmp_path / "nightly").glob("*/summary.md")).read_text()
     assert "| rmsnorm | regression:" in summary and "beyond both spreads" in summary
     with get_client(sync_client=True) as client:
-        artifact = client.read_artifacts(
-            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["test-regress"]))
+        artifact = client.read_artifacts(  # the newest of the two nights' versions
+            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["test-regress"])),
+            sort=ArtifactSort.CREATED_DESC,
         )[0]
     assert artifact.data == summary
     kinds = [r.kind for r in history.runs(url, "rmsnorm")]
