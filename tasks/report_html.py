@@ -79,7 +79,13 @@ def _speedup_figure(title, names, speedups, errors, bars, statuses) -> dict:
                 "name": "speedup (error bar: candidate + baseline spread)",
                 "x": names,
                 "y": speedups,
-                "error_y": {"type": "data", "array": errors, "visible": True},
+                "error_y": {  # a speedup is never below 0: the lower arm stops there
+                    "type": "data",
+                    "symmetric": False,
+                    "array": errors,
+                    "arrayminus": [min(e, y) for e, y in zip(errors, speedups)],
+                    "visible": True,
+                },
                 "marker": {"color": [COLORS.get(s, "#cccccc") for s in statuses]},
                 "customdata": statuses,
                 "hovertemplate": "%{x}<br>%{y:.3f}x<br>%{customdata}<extra></extra>",
@@ -96,7 +102,10 @@ def _speedup_figure(title, names, speedups, errors, bars, statuses) -> dict:
         ],
         "layout": {
             "title": {"text": title},
-            "yaxis": {"title": {"text": "speedup over the frozen baseline (x)"}},
+            "yaxis": {
+                "title": {"text": "speedup over the frozen baseline (x)"},
+                "rangemode": "tozero",
+            },
             "shapes": [
                 {
                     "type": "line",
