@@ -65,7 +65,7 @@ def input_bytes(spec: OpSpec, dims: dict[str, int]) -> float:
 
 def floors(spec: OpSpec, rates: DeviceRates) -> list[WorkloadFloor]:
     out = []
-    for w in spec.workloads:
+    for w in spec.timed_workloads:
         declared = timing.evaluate(spec.extra.get("bytes"), w.dims)
         nbytes = declared or input_bytes(spec, w.dims)
         rule = (

@@ -58,7 +58,7 @@ def report_for(repo_root: Path, task: Path, ref: CandidateRef, verdict, run_dir:
         source="torch",
         status="winner",
         speedup=verdict.speedup,
-        speedups={w.workload: w.speedup for w in verdict.workloads},
+        speedups={w.workload: w.speedup for w in verdict.workloads if not w.checked_only},
         margin=0.05,
         path=ref.path,
     )
@@ -78,7 +78,7 @@ def report_for(repo_root: Path, task: Path, ref: CandidateRef, verdict, run_dir:
         run_dir=str(run_dir),
         task_dir=str(task),
         oracle_sha256="ab" * 32,
-        baseline_ms={w.workload: w.baseline_ms for w in verdict.workloads},
+        baseline_ms={w.workload: w.baseline_ms for w in verdict.workloads if not w.checked_only},
         rows=[row],
         winner=row,
         lanes=[lane],
@@ -121,6 +121,7 @@ def test_clean_apply_goes_on_a_new_branch_with_its_evidence(tmp_path, frozen_rms
         assert f"{w}: {report.winner.speedups[w]:.3f}x" in message
     assert report.oracle_sha256 in message and str(tmp_path / "run") in message
     assert "clock host" in message and "Device:" in message
+    assert "Also right at sizes not listed: tokens_256@T=128, tokens_256@T=512" in message
 
     again = apply_winner(report)  # a second apply never moves the first branch
     assert again.branch == done.branch + "-2" and repo.commit(done.branch) == commit

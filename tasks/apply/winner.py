@@ -112,6 +112,8 @@ def evidence(report: Report, result: CandidateResult | None) -> str:
     ]
     clocks = set()
     for v in result.verdict.workloads if result else []:
+        if v.checked_only:
+            continue  # a size checked for correctness only: listed below
         t, b = v.timing, base.get(v.workload, {})
         clocks.add(t.clock if t else "-")
         lines.append(
@@ -128,6 +130,8 @@ def evidence(report: Report, result: CandidateResult | None) -> str:
         f"Run directory: {report.run_dir}",
         f"Candidate files: {w.path}",
     ]
+    if result and result.verdict.sizes_checked:
+        lines.append(f"Also right at sizes not listed: {', '.join(result.verdict.sizes_checked)}")
     if result and result.candidate.env:
         lines.append(
             "Environment: " + " ".join(f"{k}={v}" for k, v in result.candidate.env.items())

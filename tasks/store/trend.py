@@ -32,6 +32,8 @@ def compare(old: CandidateOut, new: Verdict) -> list[WorkloadChange]:
     before = {t.workload: t for t in old.timings}
     out = []
     for w in new.workloads:
+        if w.checked_only:
+            continue  # a size checked for correctness only, never timed
         o = before.get(w.workload)
         t = w.timing
         if o is None or o.median_ms is None:
