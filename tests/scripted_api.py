@@ -23,8 +23,8 @@ def text(words: str) -> dict:
     return {"type": "text", "text": words}
 
 
-def tool(name: str, **arguments) -> dict:
-    return {"type": "tool_use", "id": f"toolu_{next(_ids):04d}", "name": name, "input": arguments}
+def tool(tool_name: str, **arguments) -> dict:
+    return {"type": "tool_use", "id": f"toolu_{next(_ids):04d}", "name": tool_name, "input": arguments}
 
 
 def reply(*blocks: dict, stop: str | None = None, usage=(1000, 200)) -> dict:
