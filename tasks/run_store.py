@@ -76,6 +76,9 @@ def lane_cache_key(config: LaneConfig) -> str:
     )
     payload["task"] = task_identity(Path(config.task_dir))
     payload["code"] = code_version()
+    from tasks.agents.settings import agent_identity
+
+    payload["agent"] = agent_identity()  # a lane the model drove is not the search's, nor skipped
     return _sha(json.dumps(payload, sort_keys=True))[:24]
 
 

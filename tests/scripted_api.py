@@ -24,7 +24,12 @@ def text(words: str) -> dict:
 
 
 def tool(tool_name: str, **arguments) -> dict:
-    return {"type": "tool_use", "id": f"toolu_{next(_ids):04d}", "name": tool_name, "input": arguments}
+    return {
+        "type": "tool_use",
+        "id": f"toolu_{next(_ids):04d}",
+        "name": tool_name,
+        "input": arguments,
+    }
 
 
 def reply(*blocks: dict, stop: str | None = None, usage=(1000, 200)) -> dict:

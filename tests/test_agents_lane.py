@@ -81,7 +81,11 @@ def test_author_lane_by_bakeoff_run_ends_with_a_model_written_winner(tmp_path):
     history = [c.summary for c in git.Repo(lane / "work").iter_commits()]
     assert history[0].startswith("check 1 rows64: PASSED") and len(history) == 2
     transcripts = sorted(p.name for p in (lane / "transcripts").glob("*.jsonl"))
-    assert transcripts == ["01-kernel_author.jsonl", "02-reviewer.jsonl", "03-update_experience.jsonl"]
+    assert transcripts == [
+        "01-kernel_author.jsonl",
+        "02-reviewer.jsonl",
+        "03-update_experience.jsonl",
+    ]
     assert "rows64" in (tmp_path / "run" / "report.md").read_text()
     cards = list(learned.glob("softmax-triton-*.md"))
     assert len(cards) == 1 and "x overall" in cards[0].read_text()
@@ -120,7 +124,9 @@ def test_optimize_lane_improves_in_two_rounds_and_ignores_an_unreceipted_claim(
     monkeypatch.setenv("BAKEOFF_AGENT_PER_ROUND", "1")
     steps = [
         reply(tool("read_file", path="candidates/incumbent/kernel.py")),
-        reply(tool("write_file", path="candidates/r4/kernel.py", content=KEY_SEARCH + rows_kernel(4))),
+        reply(
+            tool("write_file", path="candidates/r4/kernel.py", content=KEY_SEARCH + rows_kernel(4))
+        ),
         check_step("candidates/r4", "rows4"),
         submit_round("rows4"),
         reply(tool("write_file", path="candidates/r64/kernel.py", content=rows_kernel(64))),

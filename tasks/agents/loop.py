@@ -215,7 +215,9 @@ def publish(ledger: Ledger, lane_dir: Path, notes: str) -> None:
         from prefect.artifacts import create_markdown_artifact
 
         key = re.sub(r"[^a-z0-9-]+", "-", f"agent-{lane_dir.parent.parent.name}-{lane_dir.name}")
-        create_markdown_artifact(text, key=key[:100].strip("-"), description="agent transcript")
+        create_markdown_artifact(
+            text, key=key[:100].strip("-"), description="agent transcript", _sync=True
+        )
     except Exception:  # no Prefect run context (a direct call): the files are the record
         pass
     (ledger.directory / "summary.md").write_text(text + "\n")

@@ -93,3 +93,11 @@ class AgentSettings(BaseModel):
 
 def model_configured() -> bool:
     return take_key() is not None
+
+
+def agent_identity() -> str | None:
+    """Which model drives the lanes here (None: none), for the lanes' cache keys."""
+    if not model_configured():
+        return None
+    settings = AgentSettings.from_env()
+    return f"{settings.driver}:{settings.model}"
