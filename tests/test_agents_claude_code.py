@@ -58,7 +58,10 @@ def test_claude_code_cli_checks_and_submits_through_the_bridge(softmax_task, tmp
     bash = "python3 bin/check candidates/rows rows64 'all rows in one program' 'faster'"
 
     def submit(body):
-        answer = {"summary": "one program", "best": {"candidate": "rows64", "receipt": receipt_in(body)}}
+        answer = {
+            "summary": "one program",
+            "best": {"candidate": "rows64", "receipt": receipt_in(body)},
+        }
         return reply(tool("Bash", command=f"python3 bin/submit '{json.dumps(answer)}'"))
 
     steps = [

@@ -50,7 +50,7 @@ def cards_for(language: str, arch: str, learned: Path, op: str | None = None) ->
     """Curated cards that fit the lane's language and architecture, then the learned ones."""
     curated = [p for p in sorted(KNOWLEDGE.glob("*.md")) if p.name != "README.md"]
     found = [p for p in curated if _fits(front_matter(p), language, arch)]
-    for p in sorted(Path(learned).glob("*.md")):
+    for p in sorted(q for q in Path(learned).glob("*.md") if q.name != "README.md"):
         meta = front_matter(p)
         if _fits(meta, language, arch) or (op and op.lower() in meta.get("op", [])):
             found.append(p)
