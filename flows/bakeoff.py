@@ -17,6 +17,7 @@ Run as `python -m flows.bakeoff KERNEL_PATH [MODE]`, or `bakeoff run` (flows/cli
 from __future__ import annotations
 
 import contextvars
+import shutil
 import sys
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -238,6 +239,8 @@ def bakeoff(
     store = RunStore(run_root)
     attempt = str(flow_run.id or uuid.uuid4())
     store.set_phase("freeze", reset=True, attempt=attempt, mode=req.mode, lanes=[])
+    if req.fresh:  # verdicts kept for reuse within the run directory (tasks.evaluate)
+        shutil.rmtree(run_root / "checked", ignore_errors=True)
     with subflows_without_heartbeats():
         frozen = freeze(str(Path(kernel_path).resolve()), str(store.task_dir), req.pool)
         discovered, warnings = None, []

@@ -216,6 +216,10 @@ def _work(config: LaneConfig, store: LaneStore, lease: Lease, result: LaneResult
         say(f"no learned card: {type(exc).__name__}: {exc}")
 
 
+def harness_failed(result) -> bool:
+    return result.verdict.status.value == "HARNESS_ERROR"
+
+
 @flow(name="lane", flow_run_name=_run_name)
 def lane(config: LaneConfig) -> LaneResult:
     """Run one lane of a bake-off and write `lanes/<key>/lane_result.json`."""
@@ -259,7 +263,14 @@ def lane(config: LaneConfig) -> LaneResult:
             store.progress(state="running", device=lease.device, host=lease.host)
             say(f"holding {lease.device} on {lease.host}")
             _work(config, store, lease, result, say)
-        result.status, result.reason = "completed", ""
+        broken = [c.candidate.name for c in result.candidates if harness_failed(c)]
+        if broken:  # the harness's fault, not the candidates': never kept as a finished lane
+            result.reason = (
+                f"the harness failed on {len(broken)} candidate(s) ({', '.join(broken[:3])}); "
+                "a re-run checks them again"
+            )
+        else:
+            result.status, result.reason = "completed", ""
     except LaneSkipped as exc:
         result.status, result.reason = "skipped", str(exc)
     except RoleFailed as exc:

@@ -25,6 +25,7 @@ import sys
 import threading
 import time
 from collections import OrderedDict
+from contextlib import contextmanager
 from pathlib import Path
 
 from scripts import sandbox
@@ -51,14 +52,52 @@ def preload() -> None:
 
 def preload_compiler() -> None:
     """Dynamo and Inductor, on the first request for a torch.compile candidate (seconds of
-    imports that every such check would otherwise pay, and that other checks need not)."""
-    import torch._dynamo  # noqa: F401
-    import torch._inductor.compile_fx  # noqa: F401
+    imports that every such check would otherwise pay, and that other checks need not).
+
+    Their imports ask `torch.cuda.is_available()`, which initialises the CUDA driver unless
+    torch is told to count devices through NVML; a driver initialised here would make every
+    later fork unable to use the device ("Cannot re-initialize CUDA in forked subprocess")."""
+    with _nvml_device_count():
+        import torch._dynamo  # noqa: F401
+        import torch._inductor.compile_fx  # noqa: F401
+
+
+@contextmanager
+def _nvml_device_count():
+    name = "PYTORCH_NVML_BASED_CUDA_CHECK"
+    was = os.environ.get(name)
+    os.environ[name] = "1"
+    try:
+        yield
+    finally:
+        if was is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = was
+
+
+def forks_can_use_device() -> bool:
+    """Whether a process forked from this one may still initialise the device: false once this
+    process (or an import it made) initialised the CUDA or HIP driver. Asked of a probe fork,
+    because torch marks only the forks of such a process."""
+    import torch
+
+    if not torch.cuda._is_compiled():
+        return True
+    pid = os.fork()
+    if pid == 0:
+        os._exit(3 if torch.cuda._is_in_bad_fork() else 0)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
+_state = {"device_ok": True}
 
 
 def serve(stdin_fd: int = 0, stdout_fd: int = 1) -> int:
     sandbox.protect_self()
     preload()
+    _state["device_ok"] = forks_can_use_device()
     answer = os.fdopen(stdout_fd, "w", buffering=1)
     running: dict[int, int] = {}  # pid -> request id
     pending = b""
@@ -82,8 +121,11 @@ def serve(stdin_fd: int = 0, stdout_fd: int = 1) -> int:
 
 def _start(request: dict, running: dict[int, int], answer) -> None:
     try:
-        if request.get("compiler"):
+        if request.get("compiler") and "torch._inductor.compile_fx" not in sys.modules:
             preload_compiler()
+            _state["device_ok"] = forks_can_use_device()
+        if not _state["device_ok"]:
+            raise OSError("an import initialised the device here, so its forks could not use it")
         pid = sandbox.fork_module(
             request["module"],
             request["argv"],
