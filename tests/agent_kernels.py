@@ -62,3 +62,22 @@ WRONG = """import torch
 def softmax(x: torch.Tensor) -> torch.Tensor:
     return x.clone()
 """
+
+
+def tiny_softmax(dst):
+    """examples/softmax_triton with tiny workloads: interpreted checks stay a few seconds."""
+    import re
+    import shutil
+    from pathlib import Path
+
+    from tests.conftest import EXAMPLES
+
+    dst = Path(dst)
+    if not dst.exists():
+        shutil.copytree(EXAMPLES / "softmax_triton", dst)
+        spec = (dst / "op.toml").read_text()
+        spec = re.sub(r"dims = \{ M = 64, N = 256 \}", "dims = { M = 16, N = 128 }", spec)
+        spec = re.sub(r"dims = \{ M = 32, N = 1000 \}", "dims = { M = 8, N = 300 }", spec)
+        assert "M = 16" in spec and "M = 8" in spec
+        (dst / "op.toml").write_text(spec)
+    return dst

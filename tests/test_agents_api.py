@@ -20,7 +20,7 @@ from tasks.agents.tools import LaneTools
 from tasks.agents.transcript import Ledger, events
 from tasks.agents.workspace import Workspace
 from tests.agent_env import held_key, settings_for
-from tests.conftest import EXAMPLES
+from tests.agent_kernels import tiny_softmax
 from tests.scripted_api import ScriptedAPI, fault, hang, reply, text, tool
 
 GOOD = {"candidate": "c1", "decision": "accepted", "reasons": ["computes the op"]}
@@ -111,7 +111,8 @@ def test_an_answer_without_tools_is_nudged_once_then_fails(tmp_path):
 @pytest.fixture(scope="module")
 def softmax_task(tmp_path_factory) -> Path:
     measure = partial(measure_baseline, samples=5)
-    return freeze(EXAMPLES / "softmax_triton", tmp_path_factory.mktemp("t") / "task", measure)
+    root = tmp_path_factory.mktemp("t")
+    return freeze(tiny_softmax(root / "softmax"), root / "task", measure)
 
 
 def workspace(task: Path, lane_dir: Path) -> Workspace:

@@ -14,12 +14,11 @@ import git
 import pytest
 
 from tests.agent_env import AGENT_ENV, KEY_PREFIX, held_key
-from tests.agent_kernels import KEY_SEARCH, WRONG, rows_kernel
-from tests.conftest import EXAMPLES, run_cli
+from tests.agent_kernels import KEY_SEARCH, WRONG, rows_kernel, tiny_softmax
+from tests.conftest import run_cli
 from tests.scripted_api import ScriptedAPI, receipt_in, reply, tool
 
 pytestmark = pytest.mark.slow
-SOFTMAX = EXAMPLES / "softmax_triton"
 
 
 def check_step(path: str, name: str) -> dict:
@@ -68,7 +67,7 @@ def test_author_lane_by_bakeoff_run_ends_with_a_model_written_winner(tmp_path):
             "BAKEOFF_AGENT_LEARNED_DIR": str(learned),
         }
         done = run_cli(
-            "run", str(SOFTMAX), "--mode", "author", "--target-language", "triton",
+            "run", str(tiny_softmax(tmp_path / "softmax")), "--mode", "author", "--target-language", "triton",
             "--budget", "1", "--samples", "5", "--run-dir", str(tmp_path / "run"), "--json",
             env=env,
         )  # fmt: skip
@@ -100,6 +99,11 @@ def runs_root(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("runs")
 
 
+@pytest.fixture(scope="module")
+def softmax(runs_root) -> Path:
+    return tiny_softmax(runs_root / "softmax")
+
+
 @pytest.fixture
 def agent_env(monkeypatch, tmp_path):
     for k, v in (AGENT_ENV | {"BAKEOFF_AGENT_LEARNED_DIR": str(tmp_path / "learned")}).items():
@@ -107,19 +111,19 @@ def agent_env(monkeypatch, tmp_path):
     return tmp_path / "learned"
 
 
-def bake(runs_root: Path, mode: str, api: ScriptedAPI | None, budget: int, monkeypatch):
+def bake(softmax: Path, mode: str, api: ScriptedAPI | None, budget: int, monkeypatch):
     from flows.bakeoff import bakeoff
 
     if api is not None:
         monkeypatch.setenv("BAKEOFF_AGENT_BASE_URL", api.base_url)
     kwargs = {"target_language": "triton"} if mode == "author" else {}
     return bakeoff(
-        str(SOFTMAX), mode=mode, budget=budget, samples=5, runs_root=str(runs_root), **kwargs
+        str(softmax), mode=mode, budget=budget, samples=5, runs_root=str(softmax.parent), **kwargs
     )
 
 
 def test_optimize_lane_improves_in_two_rounds_and_ignores_an_unreceipted_claim(
-    prefect_api, runs_root, agent_env, monkeypatch
+    prefect_api, softmax, agent_env, monkeypatch
 ):
     monkeypatch.setenv("BAKEOFF_AGENT_PER_ROUND", "1")
     steps = [
@@ -136,7 +140,7 @@ def test_optimize_lane_improves_in_two_rounds_and_ignores_an_unreceipted_claim(
         CARD,
     ]
     with held_key(), ScriptedAPI(steps) as api:
-        report = bake(runs_root, "optimize", api, 2, monkeypatch)
+        report = bake(softmax, "optimize", api, 2, monkeypatch)
         assert api.remaining() == 0
     (lane,) = report.lanes
     assert lane.status == "completed" and [c.candidate.name for c in lane.candidates] == [
@@ -168,14 +172,14 @@ def test_optimize_lane_improves_in_two_rounds_and_ignores_an_unreceipted_claim(
     assert summary["input_tokens"] == 9000 and summary["dollars"] > 0
 
 
-def test_a_loss_writes_no_learned_card(prefect_api, runs_root, agent_env, monkeypatch):
+def test_a_loss_writes_no_learned_card(prefect_api, softmax, agent_env, monkeypatch):
     steps = [
         reply(tool("write_file", path="candidates/w/kernel.py", content=WRONG)),
         check_step("candidates/w", "wrong"),
         submit_round("wrong"),
     ]
     with held_key(), ScriptedAPI(steps) as api:
-        report = bake(runs_root, "author", api, 1, monkeypatch)
+        report = bake(softmax, "author", api, 1, monkeypatch)
         assert api.remaining() == 0
     (lane,) = report.lanes
     assert lane.status == "completed" and lane.candidates[0].verdict.status.value != "PASSED"
@@ -183,11 +187,11 @@ def test_a_loss_writes_no_learned_card(prefect_api, runs_root, agent_env, monkey
     assert "no learned card" in (Path(lane.lane_dir) / "lane.log").read_text()
 
 
-def test_without_a_key_an_author_lane_is_skipped_and_says_why(prefect_api, runs_root, agent_env):
+def test_without_a_key_an_author_lane_is_skipped_and_says_why(prefect_api, softmax, agent_env):
     from flows.bakeoff import bakeoff
 
-    report = bakeoff(str(SOFTMAX), mode="author", target_language="triton", budget=1, samples=5,
-                     runs_root=str(runs_root))  # fmt: skip
+    report = bakeoff(str(softmax), mode="author", target_language="triton", budget=1, samples=5,
+                     runs_root=str(softmax.parent))  # fmt: skip
     (lane,) = report.lanes
     assert lane.status == "skipped" and lane.reason == (
         "skipped: no model configured; set ANTHROPIC_API_KEY"
