@@ -9,7 +9,7 @@ Each candidate (`baseline` for the frozen baseline) is loaded through its format
 inputs, and called under `torch.no_grad()` as there. With `@CACHE_DIR`, the compilers read the
 caches the harness filled for that candidate (compile-cache/<identity>/ in the run directory),
 so the same compiled code is timed without compiling again. Prints one JSON line per candidate:
-{"name", "do_bench_ms", "load_s"}. With `--loop N`, calls the candidate N times with a
+{"peer", "do_bench_ms", "load_s"}. With `--loop N`, calls the candidate N times with a
 synchronise after each (for `ncu --clock-control none` to time its kernels) and prints nothing.
 Needs a GPU; used by benchmarks/gpu_acceptance.py.
 """
@@ -78,7 +78,7 @@ def main(argv: list[str]) -> int:
                 torch.cuda.synchronize()
             continue
         ms = do_bench(lambda fn=fn, args=args: fn(*args), warmup=25, rep=100, return_mode="median")
-        print(json.dumps({"name": name, "do_bench_ms": ms, "load_s": load_s}), flush=True)
+        print(json.dumps({"peer": name, "do_bench_ms": ms, "load_s": load_s}), flush=True)
     return 0
 
 

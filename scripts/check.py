@@ -166,30 +166,10 @@ def _start_judge(
     server = forkserver.server_for(how["env"]) if warm else None
     finished = None
     if server is not None:
-        sources = [Path(request.task_dir) / "baseline_src"]
-        sources += [Path(request.candidate)] if request.candidate else []
-        finished = server.run("scripts.judge", argv, compiler=uses_compiler(*sources), **how)
+        finished = server.run("scripts.judge", argv, **how)
     if finished is None:
         finished = sandbox.run([sys.executable, "-m", "scripts.judge", *argv], **how)
     return finished
-
-
-COMPILER_WORDS = ("torch.compile", "torch._dynamo", "torch._inductor")
-
-
-def uses_compiler(*paths: Path) -> bool:
-    """Whether sources under `paths` mention torch.compile (or Dynamo, Inductor): then the warm
-    server is asked to have imported them. A guess that only costs time when it is wrong."""
-    for path in paths:
-        files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
-        for file in files[:200]:
-            try:
-                text = file.read_text(errors="replace")
-            except OSError:
-                continue
-            if any(word in text for word in COMPILER_WORDS):
-                return True
-    return False
 
 
 def _kill_candidate_group(workdir: Path) -> None:

@@ -9,7 +9,7 @@ session with exactly the environment asked for, as `python -m MODULE` would.
 One server per judge environment (so the device it may see is fixed when it starts), owned by
 the orchestrator process that started it: requests come only over its stdin, which no judge or
 candidate inherits, and it exits when that pipe closes. Protocol: one JSON line per request,
-`{"id", "module", "argv", "env", "cwd", "log", "compiler"}`; answers `{"id", "pid"}` once
+`{"id", "module", "argv", "env", "cwd", "log"}`; answers `{"id", "pid"}` once
 forked (or `{"id", "error"}`) and `{"id", "status"}` when the fork exits (negative: a signal).
 """
 
@@ -25,7 +25,6 @@ import sys
 import threading
 import time
 from collections import OrderedDict
-from contextlib import contextmanager
 from pathlib import Path
 
 from scripts import sandbox
@@ -36,7 +35,10 @@ START_TIMEOUT_S = 120.0  # importing torch on a cold disk
 
 def preload() -> None:
     """What every judge and candidate imports, short of touching a device (which would make the
-    forks' device contexts unusable)."""
+    forks' device contexts unusable). Not Dynamo and Inductor: their imports initialise the
+    CUDA driver (every later fork then failed with "Cannot re-initialize CUDA in forked
+    subprocess"), and doing it through NVML instead left the forks seeing no device (H200,
+    torch 2.11). A torch.compile candidate imports them in its own process."""
     import torch  # noqa: F401
 
     import scripts.child  # noqa: F401
@@ -48,32 +50,6 @@ def preload() -> None:
         import triton.language  # noqa: F401
     except ImportError:
         pass
-
-
-def preload_compiler() -> None:
-    """Dynamo and Inductor, on the first request for a torch.compile candidate (seconds of
-    imports that every such check would otherwise pay, and that other checks need not).
-
-    Their imports ask `torch.cuda.is_available()`, which initialises the CUDA driver unless
-    torch is told to count devices through NVML; a driver initialised here would make every
-    later fork unable to use the device ("Cannot re-initialize CUDA in forked subprocess")."""
-    with _nvml_device_count():
-        import torch._dynamo  # noqa: F401
-        import torch._inductor.compile_fx  # noqa: F401
-
-
-@contextmanager
-def _nvml_device_count():
-    name = "PYTORCH_NVML_BASED_CUDA_CHECK"
-    was = os.environ.get(name)
-    os.environ[name] = "1"
-    try:
-        yield
-    finally:
-        if was is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = was
 
 
 def forks_can_use_device() -> bool:
@@ -121,9 +97,6 @@ def serve(stdin_fd: int = 0, stdout_fd: int = 1) -> int:
 
 def _start(request: dict, running: dict[int, int], answer) -> None:
     try:
-        if request.get("compiler") and "torch._inductor.compile_fx" not in sys.modules:
-            preload_compiler()
-            _state["device_ok"] = forks_can_use_device()
         if not _state["device_ok"]:
             raise OSError("an import initialised the device here, so its forks could not use it")
         pid = sandbox.fork_module(
@@ -194,17 +167,15 @@ class Server:
         cwd: Path,
         log_path: Path,
         timeout_s: float,
-        compiler: bool = False,
     ) -> sandbox.Finished | None:
         """Run module.main(argv) in a fork under a deadline; None if the server is unusable
-        (then nothing was started and the caller starts the module itself). With `compiler`,
-        the server imports Dynamo and Inductor first (once)."""
+        (then nothing was started and the caller starts the module itself)."""
         with self._lock:
             if self.closed:
                 return None
             rid, self._next = self._next, self._next + 1
             request = dict(id=rid, module=module, argv=argv, env=env, cwd=str(cwd))
-            request.update(log=str(log_path), compiler=compiler)
+            request.update(log=str(log_path))
             try:
                 self.proc.stdin.write((json.dumps(request) + "\n").encode())
                 self.proc.stdin.flush()

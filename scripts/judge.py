@@ -21,6 +21,7 @@ import os
 import random
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from scripts import manifest, protocol, sandbox
@@ -182,14 +183,21 @@ class Judge:
         sandbox.protect_self()
         sandbox.become_subreaper()
         fork = self._can_fork()
-        beside = None
+        beside, clock = None, time.monotonic()
+        phases = {}
         if self.req.side_by_side and not self.req.freezing:
             # The frozen baseline first, in a process of its own that is gone before the
             # candidate's starts: the candidate cannot reach it, and both see the same device.
             beside = self._run_child(None, timing_only=True, fork=fork)[1]
+            phases["baseline_beside_s"] = time.monotonic() - clock
+        clock = time.monotonic()
         finished, results, output = self._run_child(self.req.candidate, fork=fork)
+        phases["candidate_process_s"] = time.monotonic() - clock
+        clock = time.monotonic()
         problem = tampering(before, snapshot(self.task))
         verdict = self.verdict(finished, results, problem, output, beside)
+        phases["judging_s"] = time.monotonic() - clock
+        verdict.harness_phases = phases
         for leftover in self.workdir.glob("scratch-*/results/*.bin"):
             leftover.unlink()
         return verdict

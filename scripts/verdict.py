@@ -84,6 +84,9 @@ class Verdict(BaseModel):
     output_tail: str = ""
     harness_seconds: float | None = None  # the harness's own cost, outside timed runs
     candidate_seconds: float | None = None  # time inside the candidate: loading it and its calls
+    # Where a check's time went, in the judge: the baseline's run beside the candidate, the
+    # candidate's process (its own time included), the reference and comparisons after it.
+    harness_phases: dict[str, float] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _overall_is_consistent(self) -> Verdict:

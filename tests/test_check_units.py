@@ -113,6 +113,9 @@ def test_timing_problems_floor_and_wall_clock():
     assert "wall clock" in timing.timing_problem(host_bound, floor=0.0)
     host_bound = host_bound.model_copy(update={"wall_host_ms_per_call": 0.1})
     assert timing.timing_problem(host_bound, floor=0.0) is None
+    # on the host clock the queueing time is the call itself: forged samples stay caught
+    forged = timing_of([0.001] * 3, wall=1.0).model_copy(update={"wall_host_ms_per_call": 1.0})
+    assert "wall clock" in timing.timing_problem(forged, floor=0.0)
 
 
 def test_floor_counts_bytes_and_flops():
