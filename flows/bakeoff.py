@@ -229,6 +229,9 @@ def bakeoff(
     check_timeout_s: float = 300.0,
     samples: int | None = None,
     lane_deployment: str = "lane/local",
+    apply_to_original: bool = False,
+    seed: dict | None = None,
+    history_url: str | None = None,
 ) -> Report:
     """Freeze, (discover,) run the lanes and report; see the module docstring for the modes."""
     logger = get_run_logger()
@@ -258,6 +261,8 @@ def bakeoff(
         for w in warnings:
             logger.warning(w)
         configs = _configs(req, frozen, specs, run_root, attempt)
+        if seed:  # a campaign round (flows/campaign.py): every lane starts from the best so far
+            configs = [c.model_copy(update={"seed": seed}) for c in configs]
         logger.info(
             f"{len(configs)} lane(s): " + ", ".join(f"{c.lane.key}:{c.lane.mode}" for c in configs)
         )
@@ -273,7 +278,12 @@ def bakeoff(
             results,
             discovered,
             warnings,
+            history_url,
         )
+    if apply_to_original:  # the winner onto a new branch of the input's repository
+        from tasks.apply.hook import apply_and_record
+
+        apply_and_record(final, discovered, logger)
     store.set_phase("done", report=final.report_path)
     return final
 

@@ -151,11 +151,32 @@ def cmd_run(args) -> int:
         lane_timeout_s=args.lane_timeout,
         check_timeout_s=args.check_timeout,
         samples=args.samples,
+        apply_to_original=args.apply,
+        rounds=args.rounds,
     )
     return run(request, as_json=args.json, debug=args.debug)
 
 
-COMMANDS = {"freeze": cmd_freeze, "check": cmd_check, "list": cmd_list, "run": cmd_run}
+def cmd_history(args) -> int:
+    from tasks.store.cli import show
+
+    return show(args.kernel, args.runs_root, args.db, args.json)
+
+
+def cmd_apply(args) -> int:
+    from tasks.apply.cli import apply_run
+
+    return apply_run(Path(args.run_dir), args.repo, args.branch, args.json)
+
+
+COMMANDS = {
+    "freeze": cmd_freeze,
+    "check": cmd_check,
+    "list": cmd_list,
+    "run": cmd_run,
+    "history": cmd_history,
+    "apply": cmd_apply,
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -217,6 +238,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lane-timeout", type=float, default=3600.0, help="seconds per lane")
     p.add_argument("--check-timeout", type=float, default=300.0, help="seconds per check")
     p.add_argument("--samples", type=int, help="timed samples per workload")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument(
+        "--apply", action="store_true", help="put the winner on a new branch of the input's repo"
+    )
+    p.add_argument(
+        "--rounds", type=_positive(int), default=1, help="campaign: rounds seeded from the best"
+    )
+
+    p = sub.add_parser("history", help="past results of a kernel from the history store")
+    p.add_argument("kernel", help="op name (e.g. rmsnorm) or the kernel's path")
+    p.add_argument("--runs-root", default="runs", help="runs root holding history.sqlite")
+    p.add_argument("--db", help="database URL (default $BAKEOFF_HISTORY_URL, else the runs root)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+
+    p = sub.add_parser("apply", help="put a run's winner on a new branch of the original repo")
+    p.add_argument("run_dir", help="a finished run directory (holds report.json)")
+    p.add_argument("--repo", help="the git repository (default: the one holding the input)")
+    p.add_argument("--branch", help="the new branch's name (default bakeoff/<op>-<oracle>)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     return parser
 

@@ -175,6 +175,8 @@ def _work(config: LaneConfig, store: LaneStore, lease: Lease, result: LaneResult
             "budget": config.budget,
             "budget_s": budget_s,
             "strategy": config.strategy,
+            "seed": config.seed,  # a campaign round's best variant so far (flows/campaign.py)
+            "history_dir": (config.seed or {}).get("history_dir"),
         },
         context={
             "op": spec.name,

@@ -38,6 +38,7 @@ def result_json(report: Report) -> dict:
     return {
         "run_dir": report.run_dir,
         "report": report.report_path,
+        "html": report.html_path,
         "kernel": report.kernel,
         "mode": report.mode,
         "oracle_sha256": report.oracle_sha256,
@@ -126,9 +127,29 @@ def _run_flow(params: dict, out: dict) -> None:
 
     try:
         with subflows_without_heartbeats():  # the embedded server lives and dies with us
-            out["report"] = bakeoff(**params)
+            rounds = params.pop("rounds", 1)
+            if rounds > 1:
+                from flows.campaign import campaign
+
+                out["report"] = campaign(rounds=rounds, **params)
+            else:
+                out["report"] = bakeoff(**params)
     except BaseException as exc:  # handed to the main thread
         out["error"] = exc
+
+
+def _print_extras(console, report: Report, req: BakeoffRequest) -> None:
+    """The campaign's ledger and the apply's outcome, when asked for (flows/campaign.py,
+    tasks/apply/)."""
+    from tasks.apply.cli import describe
+    from tasks.apply.hook import RESULT
+    from tasks.apply.winner import ApplyResult
+
+    if req.rounds > 1:
+        console.print(f"campaign ledger: {Path(req.run_dir or report.run_dir).parent.parent}")
+    applied = Path(report.run_dir) / RESULT
+    if req.apply_to_original and applied.is_file():
+        console.print(describe(ApplyResult.model_validate_json(applied.read_text())))
 
 
 def run(request: BakeoffRequest, as_json: bool = False, debug: bool = False) -> int:
@@ -185,4 +206,6 @@ def run(request: BakeoffRequest, as_json: bool = False, debug: bool = False) -> 
     for line in report.warnings:
         console.print(f"warning: {line}")
     console.print(f"report: {report.report_path}")
+    console.print(f"html report: {report.html_path}")
+    _print_extras(console, report, req)
     return 0

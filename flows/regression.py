@@ -1,28 +1,46 @@
-"""Nightly regression: the bake-off over every kernel of a suite file, summarised in one artifact.
+"""Nightly regression: re-time each kernel's frozen baseline and last accepted winner, compare
+with the history, fail the flow run on any regression (so Prefect's automations notify).
 
 A suite (deployments/suites/nightly.toml) lists kernel paths with optional per-kernel mode,
-budget and backends. Each night gets its own run directories (runs_root/<date>/), so every
-kernel is frozen and measured afresh; one kernel failing never stops the others.
+budget, backends and `full_bakeoff`. For every kernel the flow takes, from the history store
+(tasks/store/), the last run with an accepted result; re-times that run's frozen baseline and
+its accepted winner on a leased device, against the same frozen task; and compares tonight's
+times with the accepted ones by the noise-aware rule of tasks/store/trend.py. The re-timing is
+recorded in the history (kind "retime"; accepted again only when it did not regress). With
+`full_bakeoff` (for the suite or a kernel) a fresh bake-off runs too, in runs_root/<date>/.
+One kernel failing never stops the others. The summary (markdown, with each kernel's trend)
+goes to runs_root/<date>/summary.md and to an artifact; the flow run ends Failed when any
+kernel regressed.
 
 Run as `python -m flows.regression [SUITE]`; deployed as regression/nightly on a cron schedule.
 """
 
 from __future__ import annotations
 
+import json
 import sys
+import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 
 import tomllib
-from prefect import flow, get_run_logger
+from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NONE
+from prefect.states import Completed, Failed
 
 from flows.bakeoff import bakeoff, subflows_without_heartbeats
 from scripts.errors import BadInput
+from scripts.verdict import Verdict
+from tasks.gpu_pool import DevicePool
 from tasks.render import render
+from tasks.results import PoolConfig
+from tasks.run_store import write_json
+from tasks.store import history
+from tasks.store.trend import compare, trend
 
 ROOT = Path(__file__).resolve().parent.parent
-KERNEL_KEYS = {"path", "mode", "budget", "backends", "target_language"}
+KERNEL_KEYS = {"path", "mode", "budget", "backends", "target_language", "full_bakeoff"}
 
 
 def load_suite(suite: Path) -> list[dict]:
@@ -50,6 +68,82 @@ def load_suite(suite: Path) -> list[dict]:
     return kernels
 
 
+@task(name="retime", cache_policy=NONE)
+def retime(task_dir: str, path: str, env: dict, pool: PoolConfig, samples: int | None) -> Verdict:
+    """Check and time one result again against its frozen task, on a leased device."""
+    from scripts.check import check
+
+    with DevicePool.from_config(pool).lease(f"retime {Path(path).name}") as lease:
+        return check(
+            Path(task_dir), Path(path), candidate_env=env, device_env=lease.env, samples=samples
+        )
+
+
+def _kernel_name(kernel_path: str) -> str:
+    from scripts.formats import load_spec
+
+    return load_spec(Path(kernel_path))[0].name
+
+
+def _record_retime(url: str, last: history.RunOut, base: Verdict, won: Verdict, ok: bool) -> None:
+    run = last.model_copy(deep=True)
+    run.id, run.kind, run.recorded_at = str(uuid.uuid4()), "retime", datetime.now(timezone.utc)
+    baseline, accepted = run.baseline, run.accepted
+    baseline.timings = history.timings_of(base)
+    accepted.timings = history.timings_of(won)
+    accepted.accepted = ok
+    accepted.status = "winner" if ok else "regressed"
+    run.candidates = [baseline, accepted]
+    run.winner = accepted.name if ok else None
+    run.winner_speedup = won.speedup if ok else None
+    history.record(run, url)
+
+
+def _row(kernel: str, status: str) -> dict:
+    return dict(
+        kernel=kernel,
+        status=status,
+        regressed=False,
+        reason="",
+        winner=None,
+        since=None,
+        run_dir=None,
+        changes=[],
+        baseline_changes=[],
+        baseline_slowed=False,
+        trend=[],
+    )
+
+
+def check_kernel(name: str, url: str, pool: PoolConfig, samples: int | None) -> dict:
+    """Tonight's comparison for one kernel, as a summary row."""
+    row = _row(name, "no-history")
+    last = history.last_accepted(url, name)
+    if last is None:
+        row["reason"] = "no accepted result recorded yet: nothing to compare"
+        return row
+    winner, frozen = last.accepted, last.baseline
+    base = retime(last.task_dir, frozen.path, {}, pool, samples)
+    won = retime(last.task_dir, winner.path, winner.env, pool, samples)
+    changes = compare(winner, won)
+    base_changes = compare(frozen, base)
+    regressed = any(c.regressed for c in changes)
+    _record_retime(url, last, base, won, not regressed)
+    row.update(
+        status="regression" if regressed else "ok",
+        regressed=regressed,
+        winner=winner.name,
+        since=last.recorded_at.isoformat(),
+        run_dir=last.run_dir,
+        changes=[c.model_dump() for c in changes],
+        baseline_changes=[c.model_dump() for c in base_changes],
+        baseline_slowed=any(c.regressed for c in base_changes),
+        trend=trend(name, history.runs(url, name)).points,
+        reason="; ".join(f"{c.workload}: {c.reason}" for c in changes if c.regressed),
+    )
+    return row
+
+
 @flow(name="regression", flow_run_name="nightly {suite}")
 def regression(
     suite: str = "deployments/suites/nightly.toml",
@@ -58,43 +152,67 @@ def regression(
     gpu_mode: str = "pool",
     agents: dict[str, str] | None = None,
     artifact_key: str = "nightly-bakeoff",
-) -> list[dict]:
+    full_bakeoff: bool = False,
+    history_url: str | None = None,
+    samples: int | None = None,
+):
     logger = get_run_logger()
     suite_path = Path(suite) if Path(suite).is_absolute() else ROOT / suite
     date = datetime.now(timezone.utc).strftime("%Y-%m-%d")
     night = Path(runs_root) / date
+    url = history_url or history.history_url(Path(runs_root))
+    pool = PoolConfig(gpu_ids=gpu_ids, gpu_mode=gpu_mode)
     rows = []
     for entry in load_suite(suite_path):
-        name = Path(entry["kernel_path"]).name
-        row = {"kernel": name, "mode": entry.get("mode", "optimize"), "status": "completed"}
-        row.update(reason="", winner=None, speedup=None, lanes="", report="")
+        full = entry.pop("full_bakeoff", full_bakeoff)
+        label = Path(entry["kernel_path"]).name
         try:
-            with subflows_without_heartbeats():
-                rep = bakeoff(
-                    **entry,
-                    runs_root=str(night),
-                    gpu_ids=gpu_ids,
-                    gpu_mode=gpu_mode,
-                    agents=agents,
-                    fresh=True,
-                )
+            row = check_kernel(_kernel_name(entry["kernel_path"]), url, pool, samples)
         except Exception as exc:
-            row.update(status="failed", reason=f"{type(exc).__name__}: {exc}")
-            logger.error(f"{name}: {row['reason']}")
-        else:
-            done = sum(lane.status == "completed" for lane in rep.lanes)
-            row.update(lanes=f"{done}/{len(rep.lanes)} completed", report=rep.report_path)
-            if rep.winner:
-                row.update(winner=f"{rep.winner.name} ({rep.winner.language})")
-                row.update(speedup=rep.winner.speedup)
+            row = _row(label, "failed")
+            row["reason"] = f"{type(exc).__name__}: {exc}"
+            logger.error(f"{label}: {row['reason']}")
+        row.update(path=label, mode=entry.get("mode", "optimize"), bakeoff=None)
+        if full:
+            row["bakeoff"] = _bakeoff(entry, night, gpu_ids, gpu_mode, agents, url, logger)
         rows.append(row)
+    regressed = [r["kernel"] for r in rows if r["regressed"]]
     markdown = render("regression.md.j2", suite=suite, date=date, rows=rows, runs_root=night)
     night.mkdir(parents=True, exist_ok=True)
     (night / "summary.md").write_text(markdown)
-    create_markdown_artifact(markdown, key=artifact_key, description=f"nightly bake-off {date}")
-    return rows
+    write_json(night / "summary.json", rows)
+    create_markdown_artifact(markdown, key=artifact_key, description=f"nightly regression {date}")
+    if regressed:
+        return Failed(message=f"regression in {', '.join(regressed)}; see {night / 'summary.md'}")
+    return Completed(message=f"{len(rows)} kernel(s), no regression", data=rows)
+
+
+def _bakeoff(entry: dict, night: Path, gpu_ids, gpu_mode, agents, url, logger) -> dict:
+    """A fresh bake-off of one kernel tonight (recorded in the history by its report)."""
+    out = {"status": "completed", "reason": "", "winner": None, "speedup": None, "lanes": ""}
+    try:
+        with subflows_without_heartbeats():
+            rep = bakeoff(
+                **entry,
+                runs_root=str(night),
+                gpu_ids=gpu_ids,
+                gpu_mode=gpu_mode,
+                agents=agents,
+                fresh=True,
+                history_url=url,
+            )
+    except Exception as exc:
+        out.update(status="failed", reason=f"{type(exc).__name__}: {exc}")
+        logger.error(f"{entry['kernel_path']}: {out['reason']}")
+        return out
+    done = sum(lane.status == "completed" for lane in rep.lanes)
+    out.update(lanes=f"{done}/{len(rep.lanes)} completed", report=rep.report_path)
+    if rep.winner:
+        out.update(winner=f"{rep.winner.name} ({rep.winner.language})", speedup=rep.winner.speedup)
+    return out
 
 
 if __name__ == "__main__":
-    for line in regression(*sys.argv[1:2]):
-        print(line)
+    state = regression(*sys.argv[1:2], return_state=True)
+    print(state.message)
+    print(json.dumps(state.result(raise_on_failure=False), indent=1, default=str))

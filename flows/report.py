@@ -1,8 +1,9 @@
 """Report flow: rank every candidate on the one frozen baseline, write and publish the report.
 
-Writes `report.md` (templates/report.md.j2) and `report.json` in the run directory and
-publishes three Prefect artifacts: the report as markdown, the candidate table, and a link to
-the run directory.
+Writes `report.md` (templates/report.md.j2), `report.json` and `report.html` (the pictures,
+tasks/report_html.py) in the run directory, records the run in the history store
+(tasks/store/history.py), and publishes four Prefect artifacts: the report as markdown, the
+candidate table, a link to the HTML report and a link to the run directory.
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ from prefect.artifacts import (
 )
 
 from scripts import manifest
+from tasks import report_html
 from tasks.ranking import baseline_stats, rank
 from tasks.render import render
 from tasks.results import DiscoverOutcome, LaneResult, Report
 from tasks.run_store import write_json
+from tasks.store import history
 
 
 def artifact_key(kernel: str, what: str) -> str:
@@ -54,6 +57,7 @@ def report(
     lanes: list[LaneResult],
     discovered: DiscoverOutcome | None = None,
     warnings: list[str] | None = None,
+    history_url: str | None = None,
 ) -> Report:
     logger = get_run_logger()
     rows, winner = rank(lanes, discovered, Path(task_dir))
@@ -72,15 +76,28 @@ def report(
         lanes=lanes,
         warnings=warnings or [],
         report_path=str(Path(run_dir) / "report.md"),
+        html_path=str(Path(run_dir) / "report.html"),
     )
     markdown = render("report.md.j2", report=result)
     Path(result.report_path).write_text(markdown)
     write_json(Path(run_dir) / "report.json", result)
+    report_html.write(result, discovered)
+    url = history_url or history.history_url(Path(run_dir).parent)
+    try:
+        history.record_report(result, discovered, url)
+    except Exception as exc:  # the report stands without its history row; say so
+        logger.warning(f"not recorded in the history store: {type(exc).__name__}: {exc}")
     create_markdown_artifact(
         markdown, key=artifact_key(kernel, "report"), description=f"{kernel} {mode}"
     )
     create_table_artifact(
         table_rows(result), key=artifact_key(kernel, "candidates"), description=f"{kernel} {mode}"
+    )
+    create_link_artifact(
+        Path(result.html_path).resolve().as_uri(),
+        link_text="report.html",
+        key=artifact_key(kernel, "report-html"),
+        description="the report in pictures: speedups, roofline, lane timeline (no network)",
     )
     create_link_artifact(
         Path(run_dir).resolve().as_uri(),

@@ -39,6 +39,8 @@ class BakeoffRequest(BaseModel):
     check_timeout_s: float = 300.0
     samples: int | None = None
     lane_deployment: str = "lane/local"
+    apply_to_original: bool = False  # the winner onto a new branch (tasks/apply/)
+    rounds: int = 1  # a campaign of this many rounds (flows/campaign.py)
 
     @property
     def pool(self) -> PoolConfig:

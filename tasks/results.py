@@ -53,6 +53,9 @@ class LaneConfig(BaseModel):
     pool: PoolConfig = Field(default_factory=PoolConfig)
     pin_index: int | None = None  # gpu_mode=pin: this lane takes device ids[pin_index % n]
     attempt: str = ""  # id of the bake-off invocation that started this lane
+    # A campaign round's start (flows/campaign.py): the best variant so far (tasks.campaign
+    # .Variant as a dict, or none yet) and `history_dir`, the search history shared by rounds.
+    seed: dict | None = None
 
 
 class Lease(BaseModel):
@@ -130,6 +133,7 @@ class Report(BaseModel):
     lanes: list[LaneResult] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     report_path: str = ""
+    html_path: str = ""  # report.html beside report.md (tasks/report_html.py)
 
 
 class DiscoverOutcome(BaseModel):

@@ -50,3 +50,33 @@ def prefect_api():
 
     with prefect_test_harness(server_startup_timeout=60):
         yield
+
+
+@pytest.fixture(scope="session")
+def campaign_run(prefect_api, tmp_path_factory):
+    """A real two-round campaign of rmsnorm (one lane a round, copies of the baseline checked
+    by the harness): its directory and the report it returned. Shared by the campaign test and
+    the HTML report test, so CI pays for these bake-offs once."""
+    from flows.campaign import campaign
+
+    from .campaign_doubles import CAMPAIGN
+
+    root = tmp_path_factory.mktemp("campaign") / "run"
+    old = os.environ.get("BAKEOFF_LOCK_DIR")
+    os.environ["BAKEOFF_LOCK_DIR"] = str(root.parent / "locks")
+    try:
+        final = campaign(
+            str(EXAMPLES / "rmsnorm_torch"),
+            rounds=2,
+            run_dir=str(root),
+            mode="optimize",
+            budget=1,
+            samples=5,
+            agents=CAMPAIGN,
+        )
+    finally:
+        if old is None:
+            del os.environ["BAKEOFF_LOCK_DIR"]
+        else:
+            os.environ["BAKEOFF_LOCK_DIR"] = old
+    return root, final

@@ -53,10 +53,12 @@ def all_devices_free(lock_dir) -> bool:
 def read_artifact(key: str):
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+    from prefect.client.schemas.sorting import ArtifactSort
 
     with get_client(sync_client=True) as client:
-        found = client.read_artifacts(
-            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key]))
+        found = client.read_artifacts(  # the newest version: other tests publish the same keys
+            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])),
+            sort=ArtifactSort.CREATED_DESC,
         )
     return found[0] if found else None
 

@@ -36,7 +36,7 @@ def test_malformed_suites_are_refused(tmp_path, text, message):
         load_suite(suite)
 
 
-def test_nightly_runs_every_kernel_and_summarises(prefect_api, tmp_path, monkeypatch):
+def test_nightly_full_bakeoff_runs_every_kernel_and_summarises(prefect_api, tmp_path, monkeypatch):
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
 
@@ -45,19 +45,25 @@ def test_nightly_runs_every_kernel_and_summarises(prefect_api, tmp_path, monkeyp
     monkeypatch.setenv("BAKEOFF_LOCK_DIR", str(tmp_path / "locks"))
     suite = tmp_path / "suite.toml"
     suite.write_text(
-        "[defaults]\nmode = 'optimize'\nbudget = 1\n\n"
+        "[defaults]\nmode = 'optimize'\nbudget = 1\nfull_bakeoff = true\n\n"
         f"[[kernels]]\npath = '{EXAMPLES / 'rmsnorm_torch'}'\n\n"
         f"[[kernels]]\npath = '{tmp_path / 'missing_op'}'\n"
     )
     rows = regression(
         str(suite), runs_root=str(tmp_path / "nightly"), agents=QUICK, artifact_key="test-nightly"
     )
-    assert [r["status"] for r in rows] == ["completed", "failed"]
-    assert "no such file or directory" in rows[1]["reason"]
+    assert [r["status"] for r in rows] == ["no-history", "failed"]
+    assert [r["bakeoff"]["status"] for r in rows] == ["completed", "failed"]
+    assert "no such file or directory" in rows[1]["bakeoff"]["reason"]
     summary = next((tmp_path / "nightly").glob("*/summary.md")).read_text()
-    assert "rmsnorm_torch" in summary and "missing_op" in summary
+    assert "rmsnorm" in summary and "missing_op" in summary
     with get_client(sync_client=True) as client:
         artifact = client.read_artifacts(
             artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["test-nightly"]))
         )[0]
     assert artifact.data == summary
+    # the fresh bake-off went into the history, where the next night will look
+    from tasks.store import history
+
+    recorded = history.runs(history.history_url(tmp_path / "nightly"), "rmsnorm")
+    assert len(recorded) == 1 and recorded[0].kind == "bakeoff"

@@ -1,0 +1,27 @@
+"""Applying from a flow (`apply_to_original`, `bakeoff run --apply`): never raises; the result
+goes to `<run dir>/apply.json` and the flow's log."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from scripts.errors import BadInput
+from tasks.apply.winner import ApplyResult, apply_winner
+from tasks.results import DiscoverOutcome, Report
+from tasks.run_store import write_json
+
+RESULT = "apply.json"
+
+
+def apply_and_record(report: Report, discovered: DiscoverOutcome | None, logger) -> ApplyResult:
+    from tasks.apply.cli import describe
+
+    try:
+        done = apply_winner(report, discovered)
+    except BadInput as exc:
+        done = ApplyResult(status="refused", reason=str(exc))
+    except Exception as exc:  # the bake-off's result stands; the apply's failure is recorded
+        done = ApplyResult(status="refused", reason=f"{type(exc).__name__}: {exc}")
+    write_json(Path(report.run_dir) / RESULT, done)
+    (logger.info if done.status == "committed" else logger.warning)(describe(done))
+    return done

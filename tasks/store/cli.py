@@ -1,0 +1,59 @@
+"""`bakeoff history KERNEL [--json]`: past results of a kernel, newest first."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tasks.store import history
+
+
+def kernel_name(kernel: str) -> str:
+    """An op name as it is, or the op name of a kernel path."""
+    if Path(kernel).exists():
+        from scripts.formats import load_spec
+
+        return load_spec(Path(kernel))[0].name
+    return kernel
+
+
+def summary(run: history.RunOut) -> dict:
+    accepted = run.accepted
+    return {
+        "id": run.id,
+        "kernel": run.kernel,
+        "kind": run.kind,
+        "mode": run.mode,
+        "recorded_at": run.recorded_at.isoformat(),
+        "host": run.host,
+        "device": run.device,
+        "arch": run.arch,
+        "oracle_sha256": run.oracle_sha256,
+        "winner": run.winner,
+        "winner_speedup": run.winner_speedup,
+        "accepted": accepted.model_dump() if accepted else None,
+        "baseline": run.baseline.model_dump() if run.baseline else None,
+        "candidates": len([c for c in run.candidates if c.source != history.FROZEN]),
+        "lanes": run.lanes,
+        "environment": run.environment,
+        "run_dir": run.run_dir,
+    }
+
+
+def show(kernel: str, runs_root: str, db: str | None, as_json: bool) -> int:
+    url = db or history.history_url(runs_root)
+    name = kernel_name(kernel)
+    found = history.runs(url, name)
+    if as_json:
+        print(json.dumps([summary(r) for r in found], indent=1))
+        return 0
+    if not found:
+        print(f"no recorded runs of {name} in {url}")
+        return 0
+    print(f"{len(found)} run(s) of {name} in {url}, newest first")
+    print(f"{'recorded (UTC)':<20} {'kind':<8} {'mode':<9} {'arch':<7} {'winner':<32} run dir")
+    for r in found:
+        won = f"{r.winner} {r.winner_speedup:.3f}x" if r.winner else "none: original kept"
+        when = r.recorded_at.strftime("%Y-%m-%d %H:%M:%S")
+        print(f"{when:<20} {r.kind:<8} {r.mode:<9} {r.arch:<7} {won:<32} {r.run_dir}")
+    return 0

@@ -1,0 +1,91 @@
+"""The history store under concurrent writers (separate processes, released at the same moment)
+on SQLite and on a real PostgreSQL, and `bakeoff history` reading it back."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tasks.store import history
+
+from .conftest import ROOT, run_cli
+from .test_service import postgres  # noqa: F401  (the module's PostgreSQL server)
+
+WRITERS, RUNS_EACH = 6, 4
+
+WRITER = """
+import sys, time, uuid
+from datetime import datetime, timezone
+from tasks.store.history import CandidateOut, RunOut, TimingOut, record
+url, who, runs, start = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+while time.time() < start:
+    time.sleep(0.005)
+for i in range(runs):
+    cands = [
+        CandidateOut(name=f"{who}-c{j}", language="torch", mode="optimize", source="torch",
+                     status="winner" if j == 0 else "passed", verdict="PASSED", accepted=j == 0,
+                     speedup=1.0 + j, path="/nowhere",
+                     timings=[TimingOut(workload=w, status="PASSED", clock="host",
+                                        median_ms=0.1 * (j + 1), spread_ms=0.01)
+                              for w in ("a", "b")])
+        for j in range(3)
+    ]
+    record(RunOut(id=str(uuid.uuid4()), kernel="concurrent", kind="bakeoff", mode="bakeoff",
+                  kernel_path="k", run_dir=f"/runs/{who}/{i}", task_dir="t", oracle_sha256="o",
+                  recorded_at=datetime.now(timezone.utc), host=who, device="cpu", arch="cpu",
+                  code_version="v", winner=f"{who}-c0", winner_speedup=1.0,
+                  candidates=cands), url)
+print("ok", who)
+"""
+
+
+def write_concurrently(url: str):
+    start = time.time() + 3.0  # every writer imported and waiting by then
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, url, f"w{k}", str(RUNS_EACH), str(start)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for k in range(WRITERS)
+    ]
+    outs = [p.communicate(timeout=180) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1][-1500:] for o in outs]
+    found = history.runs(url, "concurrent")
+    assert len(found) == WRITERS * RUNS_EACH
+    assert len({r.run_dir for r in found}) == WRITERS * RUNS_EACH
+    for r in found:  # each run whole: its own candidates, each with both timings
+        assert [c.name for c in r.candidates] == [f"{r.host}-c{j}" for j in range(3)]
+        assert all([t.workload for t in c.timings] == ["a", "b"] for c in r.candidates)
+        assert r.accepted.name == f"{r.host}-c0"
+    return found
+
+
+def test_concurrent_writers_on_sqlite(tmp_path, monkeypatch):
+    monkeypatch.delenv(history.ENV_VAR, raising=False)
+    url = history.history_url(tmp_path / "runs")
+    assert url.endswith("runs/history.sqlite")
+    write_concurrently(url)
+
+    proc = run_cli("history", "concurrent", "--runs-root", str(tmp_path / "runs"), "--json")
+    assert proc.returncode == 0, proc.stderr
+    listed = json.loads(proc.stdout)
+    assert len(listed) == WRITERS * RUNS_EACH and listed[0]["winner"].endswith("-c0")
+    proc = run_cli("history", "concurrent", "--runs-root", str(tmp_path / "runs"))
+    assert proc.returncode == 0 and proc.stdout.count("bakeoff") >= WRITERS * RUNS_EACH
+    missing = run_cli("history", "nothing-like-it", "--runs-root", str(tmp_path / "runs"))
+    assert missing.returncode == 0 and "no recorded runs" in missing.stdout
+
+
+@pytest.mark.slow
+def test_concurrent_writers_on_postgresql(postgres):  # noqa: F811
+    # Prefect's own URL form (asyncpg) names the database; the store reaches it with psycopg2.
+    assert postgres.startswith("postgresql+asyncpg://")
+    found = write_concurrently(postgres)
+    assert {r.host for r in found} == {f"w{k}" for k in range(WRITERS)}

@@ -1,0 +1,176 @@
+"""The nightly regression compares: a recorded winner re-timed unchanged passes, the same
+winner deliberately slowed is a regression and the flow run ends Failed (only then); and the
+noise-aware rule on its own."""
+
+import shutil
+from datetime import datetime, timezone
+
+import pytest
+
+from scripts.check import check
+from scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
+from tasks.store import history
+from tasks.store.trend import compare
+
+from .conftest import EXAMPLES
+
+SLOW = "    for _ in range(40):\n        x = x + 0.0\n"
+
+
+def timing(median, spread):
+    return Timing(
+        clock="host",
+        sample_count=5,
+        median_ms=median,
+        min_ms=median,
+        max_ms=median,
+        spread_ms=spread,
+        samples_ms=[median] * 5,
+    )
+
+
+def verdict(median, spread, status=Status.PASSED):
+    wl = WorkloadVerdict(
+        workload="w",
+        status=status,
+        timing=timing(median, spread) if status is Status.PASSED else None,
+        reason=None if status is Status.PASSED else "wrong",
+    )
+    return Verdict(
+        candidate="c",
+        oracle_sha256="o",
+        device="cpu",
+        status=status,
+        workloads=[wl],
+        reason=None if status is Status.PASSED else "wrong",
+    )
+
+
+def accepted(median, spread):
+    return history.CandidateOut(
+        name="c",
+        language="torch",
+        mode="optimize",
+        source="torch",
+        status="winner",
+        verdict="PASSED",
+        accepted=True,
+        timings=[
+            history.TimingOut(workload="w", status="PASSED", median_ms=median, spread_ms=spread)
+        ],
+    )
+
+
+@pytest.mark.parametrize(
+    "new, spread, regressed",
+    [
+        (1.25, 0.1, True),  # 0.25 ms slower, both spreads 0.2 ms
+        (1.15, 0.1, False),  # slower, within both spreads
+        (0.80, 0.1, False),  # faster
+        (1.25, 0.2, False),  # the same slowdown, noisier tonight: within
+    ],
+)
+def test_noise_aware_rule(new, spread, regressed):
+    (change,) = compare(accepted(1.0, 0.1), verdict(new, spread))
+    assert change.regressed is regressed, change.reason
+
+
+def test_a_result_that_no_longer_passes_regresses():
+    (change,) = compare(accepted(1.0, 0.1), verdict(0, 0, Status.INCORRECT_NUMERICAL))
+    assert change.regressed and "INCORRECT_NUMERICAL" in change.reason
+
+
+@pytest.mark.slow
+def test_nightly_detects_a_slowed_winner_and_passes_an_unchanged_one(
+    prefect_api, frozen_rmsnorm, tmp_path, monkeypatch
+):
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+    from prefect.client.schemas.sorting import ArtifactSort
+
+    from flows.regression import regression
+
+    monkeypatch.setenv("BAKEOFF_LOCK_DIR", str(tmp_path / "locks"))
+    winner = tmp_path / "winner"
+    shutil.copytree(frozen_rmsnorm / "baseline_src", winner)
+    for p in [winner, *winner.rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    v = check(frozen_rmsnorm, winner, samples=10)
+    assert v.passed, v.reason
+    url = f"sqlite:///{tmp_path / 'history.sqlite'}"
+    base = history.baseline_candidate(frozen_rmsnorm)
+    won = history.CandidateOut(
+        name="winner",
+        language="torch",
+        mode="optimize",
+        source="torch",
+        status="winner",
+        verdict="PASSED",
+        accepted=True,
+        speedup=v.speedup,
+        path=str(winner),
+        timings=history.timings_of(v),
+    )
+    last = history.RunOut(
+        id="accepted-run",
+        kernel="rmsnorm",
+        kind="bakeoff",
+        mode="optimize",
+        kernel_path=str(EXAMPLES / "rmsnorm_torch"),
+        run_dir=str(tmp_path / "run"),
+        task_dir=str(frozen_rmsnorm),
+        oracle_sha256="o",
+        recorded_at=datetime.now(timezone.utc),
+        host="h",
+        device="cpu",
+        arch="cpu",
+        code_version="v",
+        winner="winner",
+        winner_speedup=v.speedup,
+        candidates=[base, won],
+    )
+    history.record(last, url)
+    suite = tmp_path / "suite.toml"
+    suite.write_text(f"[[kernels]]\npath = '{EXAMPLES / 'rmsnorm_torch'}'\n")
+    common = dict(runs_root=str(tmp_path / "nightly"), history_url=url, samples=10)
+
+    state = regression(str(suite), artifact_key="test-regress", return_state=True, **common)
+    assert state.is_completed(), state.message
+    (row,) = state.result()
+    assert row["status"] == "ok" and row["winner"] == "winner", row
+
+    kernel = winner / "kernel.py"  # the same answer, forty times the work
+    kernel.write_text(kernel.read_text().replace("    variance =", SLOW + "    variance ="))
+    state = regression(str(suite), artifact_key="test-regress", return_state=True, **common)
+    assert state.is_failed() and "regression in rmsnorm" in state.message
+    summary = next((tmp_path / "nightly").glob("*/summary.md")).read_text()
+    assert "| rmsnorm | regression:" in summary and "beyond both spreads" in summary
+    with get_client(sync_client=True) as client:
+        artifact = client.read_artifacts(  # the newest of the two nights' versions
+            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["test-regress"])),
+            sort=ArtifactSort.CREATED_DESC,
+        )[0]
+    assert artifact.data == summary
+    kinds = [r.kind for r in history.runs(url, "rmsnorm")]
+    assert kinds == ["retime", "retime", "bakeoff"]
+    # the regressed re-timing is not accepted: tomorrow compares with the last good result
+    assert history.last_accepted(url, "rmsnorm").accepted.timings[0].median_ms < (
+        history.runs(url, "rmsnorm")[0].candidate("torch").timings[0].median_ms
+    )
+
+
+@pytest.mark.slow
+def test_the_one_command_creates_the_notification_automation(prefect_api, capsys):
+    from prefect.client.orchestration import get_client
+
+    from deployments.alerts import AUTOMATION, main
+
+    for _ in range(2):  # running it again replaces, never duplicates
+        assert main(["--webhook-url", "http://127.0.0.1:9/hook"]) == 0
+    assert AUTOMATION in capsys.readouterr().out
+    with get_client(sync_client=True) as client:
+        (made,) = client.read_automations_by_name(AUTOMATION)
+    assert made.trigger.expect == {"prefect.flow-run.Failed"}
+    assert "regression" in made.trigger.match_related.get("prefect.resource.name")
+    (action,) = made.actions
+    assert action.type == "send-notification" and action.block_document_id
