@@ -1,10 +1,12 @@
 """Lane flow: one language, one mode, a budget; runs on one leased device.
 
 It leases a device from this host's pool (waiting while all are busy), asks the optimizer or
-author role for candidates (with no model configured, the search), every one checked on that
-device against the frozen baseline, then asks the reviewer about the best. Whatever happens,
-the lane's result is written under its directory and the device is given back; a failure
-marks the flow run failed and never raises past the dispatcher.
+author role for candidates (the model-driven lane loop when a model is configured, else the
+search), every one checked on that device against the frozen baseline, then asks the reviewer
+about the best, and after a measured win of a model lane writes one learned card. Without a
+model an author lane is skipped, saying so; a lane that checked nothing is never `completed`.
+Whatever happens, the lane's result is written under its directory and the device is given
+back; a failure marks the flow run failed and never raises past the dispatcher.
 
 Run alone as `python -m flows.lane CONFIG.json`; deployments run it per lane on GPU workers.
 """
@@ -21,17 +23,22 @@ from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
 
 from scripts.freeze import load_task
-from tasks.agents import RoleFailed, ask
+from tasks.agents import RoleFailed, ask, responder_for
+from tasks.agents.settings import NO_MODEL
 from tasks.evaluate import Evaluator
 from tasks.gpu_pool import DevicePool
 from tasks.render import render
 from tasks.results import LaneConfig, LaneResult, Lease
-from tasks.roles_default import MAX_RELATIVE_SPREAD, MIN_SAMPLES
+from tasks.roles_default import MIN_SAMPLES, max_relative_spread
 from tasks.run_store import LaneStore, lane_cache_key, now
 
 
 class LaneFailed(Exception):
     """Marks the lane's flow run failed; its result file holds the reason."""
+
+
+class LaneSkipped(Exception):
+    """The lane has nothing to run here (no model for an author lane, nothing to tune)."""
 
 
 class LaneStarts:
@@ -121,7 +128,7 @@ def review(candidates, subject: str, record_dir: Path, agents, timeout_s=None, r
         context={
             "subject": subject,
             "candidates": _summary(candidates),
-            "max_spread": MAX_RELATIVE_SPREAD,
+            "max_spread": max_relative_spread(),
             "min_samples": MIN_SAMPLES,
         },
         record_dir=record_dir,
@@ -154,6 +161,9 @@ def _work(config: LaneConfig, store: LaneStore, lease: Lease, result: LaneResult
         Path(config.task_dir), store, lease.env, config.check_timeout_s, config.samples, say
     )
     role = "optimizer" if lane.mode == "optimize" else "author"
+    responder = responder_for(role, config.agents)
+    if role == "author" and responder == "tasks.roles_default:search":
+        raise LaneSkipped(NO_MODEL)
     outcome = ask(
         role,
         inputs={
@@ -184,6 +194,12 @@ def _work(config: LaneConfig, store: LaneStore, lease: Lease, result: LaneResult
     )
     result.candidates = outcome.candidates
     say(f"{role} answered with {len(outcome.candidates)} checked candidate(s)")
+    if outcome.notes:
+        say(f"{role}: {outcome.notes}")
+    if not outcome.candidates:
+        if responder == "tasks.roles_default:search":
+            raise LaneSkipped(f"skipped: the search has nothing to tune in {lane.language} here")
+        raise RoleFailed(role, "answered without a single checked candidate")
     store.progress(state="reviewing")
     result.review = review(
         outcome.candidates,
@@ -194,6 +210,12 @@ def _work(config: LaneConfig, store: LaneStore, lease: Lease, result: LaneResult
         config.agent_retries,
     )
     say(f"reviewer: {result.review.decision} {result.review.candidate or ''}".rstrip())
+    from tasks.agents.review import update_experience
+
+    try:
+        update_experience(result, Path(config.task_dir), store.root, say)
+    except Exception as exc:  # the lane's result stands without its card
+        say(f"no learned card: {type(exc).__name__}: {exc}")
 
 
 def harness_failed(result) -> bool:
@@ -251,6 +273,8 @@ def lane(config: LaneConfig) -> LaneResult:
             )
         else:
             result.status, result.reason = "completed", ""
+    except LaneSkipped as exc:
+        result.status, result.reason = "skipped", str(exc)
     except RoleFailed as exc:
         result.reason = str(exc)
     except Exception as exc:  # the lane's own fault: recorded; the `with` gave the device back

@@ -89,7 +89,7 @@ class LaneResult(BaseModel):
     key: str
     language: str
     mode: LaneMode
-    status: Literal["completed", "failed"]
+    status: Literal["completed", "failed", "skipped"]  # skipped: nothing to run here, and why
     reason: str = ""
     cache_key: str
     attempt: str = ""

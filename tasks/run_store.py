@@ -76,6 +76,9 @@ def lane_cache_key(config: LaneConfig) -> str:
     )
     payload["task"] = task_identity(Path(config.task_dir))
     payload["code"] = code_version()
+    from tasks.agents.settings import agent_identity
+
+    payload["agent"] = agent_identity()  # a lane the model drove is not the search's, nor skipped
     return _sha(json.dumps(payload, sort_keys=True))[:24]
 
 
@@ -146,12 +149,13 @@ class LaneStore:
         return self.root / "checks" / candidate
 
     def reusable(self, cache_key: str) -> LaneResult | None:
-        """A completed result from an earlier run with the same key; failed ones are re-run."""
+        """A completed (or skipped) result of an earlier run with the same key; failed ones re-run."""
         data = read_json(self.result_path)
         if not data:
             return None
         result = LaneResult.model_validate(data)
-        if result.cache_key == cache_key and result.status == "completed":
+        # a skip is as good as a finish for the same key: the key names the model, if any
+        if result.cache_key == cache_key and result.status in ("completed", "skipped"):
             return result
         return None
 

@@ -66,7 +66,11 @@ def test_full_run_overlaps_lanes_reports_and_second_run_reuses(tmp_path, env):
     result = json.loads(first.stdout)
 
     assert [lane["key"] for lane in result["lanes"]][0] == "torch"
-    assert all(lane["status"] == "completed" for lane in result["lanes"])
+    assert result["lanes"][0]["status"] == "completed"
+    for lane in result["lanes"]:  # without a model, an author lane is skipped and says why
+        assert lane["status"] == "completed" or (
+            lane["status"] == "skipped" and lane["reason"].startswith("skipped: ")
+        ), lane
     assert set(result["baseline_ms"]) == {"tokens_256", "tokens_1k"}
     assert result["candidates"] and all(
         {"language", "mode", "status", "speedup", "speedups", "path"} <= set(c)

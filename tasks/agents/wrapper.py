@@ -1,10 +1,12 @@
 """Role agents: every role runs through one Prefect task, whatever answers it.
 
-A role (planner, optimizer, author, reviewer) is a prompt in `roles/<role>.md`, rendered with
+A role (planner, optimizer, author, reviewer) is a prompt in `roles/<prompt>.md`, rendered with
 jinja2, plus a pydantic output model. Its *responder* is any callable taking a `RoleRequest`
 and returning the output model (or a dict that validates into it), sync or async. Every role
-has a deterministic responder in `tasks.roles_default` that needs no model; a model-backed
-responder is a drop-in named in the `agents` mapping (role -> "module:callable").
+has a deterministic responder in `tasks.roles_default` that needs no model, and the lane roles
+and the reviewer have a model-driven one (`tasks.agents.loop`, `tasks.agents.review`) that
+answers instead when a model is configured (an API key is set); any responder can be named in
+the `agents` mapping (role -> "module:callable"), which wins over both.
 
 The task is async, so Prefect's `timeout_seconds` really cancels it. A sync responder runs in
 a daemon thread that the timeout abandons; it is also handed a `Deadline`, which the lane's
@@ -23,7 +25,7 @@ import inspect
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +40,7 @@ from tasks.models import DiscoverPlan
 from tasks.results import Review, SearchOutcome
 from tasks.run_store import write_json
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ROLES_DIR = ROOT / "roles"
 
 
@@ -71,11 +73,12 @@ class Deadline:
 @dataclass
 class RoleRequest:
     role: str
-    prompt: str  # the rendered roles/<role>.md: what a model-backed responder is asked
+    prompt: str  # the rendered roles/<prompt>.md: what a model-backed responder is asked
     inputs: dict[str, Any]  # objects a deterministic responder works from (not serialised)
     output: type[BaseModel]
     deadline: Deadline
     record_dir: Path
+    context: dict[str, Any] = field(default_factory=dict)  # what the prompt was rendered with
 
 
 @dataclass(frozen=True)
@@ -85,14 +88,38 @@ class RoleSpec:
     timeout_s: float
     retries: int
     retry_delay_s: float = 2.0
+    prompt: str = ""  # roles/<prompt>.md (default: the role's name)
+    model_responder: str | None = None  # answers instead when a model is configured
 
 
+LANE_LOOP = "tasks.agents.loop:run_lane"
 ROLES: dict[str, RoleSpec] = {
     "planner": RoleSpec(DiscoverPlan, "tasks.roles_default:plan_from_measurements", 3600, 0),
-    "optimizer": RoleSpec(SearchOutcome, "tasks.roles_default:search", 3600, 0),
-    "author": RoleSpec(SearchOutcome, "tasks.roles_default:search", 3600, 0),
-    "reviewer": RoleSpec(Review, "tasks.roles_default:review", 120, 2),
+    "optimizer": RoleSpec(
+        SearchOutcome, "tasks.roles_default:search", 3600, 0, 2.0, "kernel_optimizer", LANE_LOOP
+    ),
+    "author": RoleSpec(
+        SearchOutcome, "tasks.roles_default:search", 3600, 0, 2.0, "kernel_author", LANE_LOOP
+    ),
+    # model faults are retried inside the driver, so the model reviewer's wrapper retries are
+    # for the deterministic one's sake only
+    "reviewer": RoleSpec(
+        Review, "tasks.roles_default:review", 600, 2, 2.0, "reviewer", "tasks.agents.review:review"
+    ),
 }
+
+
+def responder_for(role: str, agents: dict[str, str] | None) -> str:
+    """The drop-in named in `agents`, else the model-driven responder when a model is
+    configured, else the deterministic one."""
+    from tasks.agents.settings import model_configured
+
+    spec = ROLES[role]
+    if role in (agents or {}):
+        return agents[role]
+    if spec.model_responder and model_configured():
+        return spec.model_responder
+    return spec.responder
 
 
 def check_agents(agents: dict[str, str] | None) -> dict[str, str]:
@@ -147,12 +174,20 @@ async def _in_daemon_thread(fn: Callable, request: RoleRequest):
 
 @task(name="role", cache_policy=NONE)
 async def _role_attempt(
-    role: str, responder_path: str, prompt: str, inputs: dict, record_dir: str, timeout_s: float
+    role: str,
+    responder_path: str,
+    prompt: str,
+    inputs: dict,
+    record_dir: str,
+    timeout_s: float,
+    context: dict | None = None,
 ) -> BaseModel:
     spec = ROLES[role]
     responder = load_responder(responder_path)
     deadline = Deadline(timeout_s)
-    request = RoleRequest(role, prompt, inputs, spec.output, deadline, Path(record_dir))
+    request = RoleRequest(
+        role, prompt, inputs, spec.output, deadline, Path(record_dir), dict(context or {})
+    )
     try:
         if inspect.iscoroutinefunction(responder):
             answer = await responder(request)
@@ -179,13 +214,13 @@ def ask(
 ):
     """Ask `role` from a sync flow; return its validated answer or raise RoleFailed."""
     spec = ROLES[role]
-    responder = (agents or {}).get(role, spec.responder)
+    responder = responder_for(role, agents)
     timeout_s = timeout_s or spec.timeout_s
     retries = spec.retries if retries is None else retries
     delay = spec.retry_delay_s if retry_delay_s is None else retry_delay_s
     record_dir = Path(record_dir)
     record_dir.mkdir(parents=True, exist_ok=True)
-    prompt = render_prompt(role, context)
+    prompt = render_prompt(spec.prompt or role, context)
     (record_dir / f"{role}.prompt.md").write_text(prompt)
     attempt = _role_attempt.with_options(
         task_run_name=f"{role}",
@@ -194,7 +229,9 @@ def ask(
         retry_delay_seconds=exponential_backoff(backoff_factor=delay) if retries else 0,
     )
     state = asyncio.run(
-        attempt(role, responder, prompt, inputs, str(record_dir), timeout_s, return_state=True)
+        attempt(
+            role, responder, prompt, inputs, str(record_dir), timeout_s, context, return_state=True
+        )
     )
     if state.is_completed():
         return state.result()

@@ -1,0 +1,311 @@
+"""The Claude Code driver: the `claude` CLI works in the lane workspace, as the seeds run it.
+
+The CLI never holds the API key. It is pointed (ANTHROPIC_BASE_URL) at a bridge on 127.0.0.1 in
+this process, with a random per-call token as its key; the bridge forwards its API requests to
+the real base URL with the real key (and records tokens and cost), and answers two more routes
+that the workspace's `bin/check` and `bin/submit` commands call: a check through the lane's own
+check function (receipts, budget and device as in the Messages driver) and the structured
+answer, validated against the role's model (re-asked once, like the other driver). The CLI may
+use Read, Write, Edit, Glob, Grep and only those two commands in Bash; its permission settings
+deny the frozen task. API faults are retried by the CLI itself (its one retry layer); the bridge
+forwards, it does not retry.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import os
+import secrets
+import signal
+import subprocess
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import httpx
+from pydantic import BaseModel, ValidationError
+
+from tasks.agents.messages import RoleError
+from tasks.agents.settings import AgentSettings, take_key
+from tasks.agents.transcript import BudgetSpent, Transcript
+
+DEFAULT_UPSTREAM = "https://api.anthropic.com"
+DROPPED = {"host", "content-length", "x-api-key", "authorization", "accept-encoding", "connection"}
+ALLOWED = ["Read", "Write", "Edit", "Glob", "Grep", "Bash(python3 bin/check:*)"]
+ALLOWED += ["Bash(python3 bin/submit:*)"]
+
+CLIENT = '''#!/usr/bin/env python3
+"""{doc}"""
+import json, os, sys, urllib.request
+
+def main(route, payload):
+    request = urllib.request.Request(
+        os.environ["BAKEOFF_BRIDGE_URL"] + route,
+        data=json.dumps(payload).encode(),
+        headers={{"x-bridge-token": os.environ["BAKEOFF_BRIDGE_TOKEN"]}},
+    )
+    with urllib.request.urlopen(request, timeout=3600) as answer:
+        data = json.loads(answer.read())
+    print(data["text"])
+    return 1 if data["is_error"] else 0
+'''
+CHECK = CLIENT.format(
+    doc="bin/check PATH NAME CHANGED EXPECTED: check a candidate with the harness."
+)
+CHECK += """
+if len(sys.argv) != 5:
+    sys.exit("usage: python3 bin/check PATH NAME CHANGED EXPECTED")
+keys = ("path", "name", "changed", "expected")
+sys.exit(main("/bakeoff/tool", {"name": "check", "arguments": dict(zip(keys, sys.argv[1:]))}))
+"""
+SUBMIT = CLIENT.format(doc="bin/submit JSON|@FILE: finish the role call with its answer.")
+SUBMIT += """
+if len(sys.argv) != 2:
+    sys.exit("usage: python3 bin/submit JSON (or @FILE)")
+text = sys.argv[1]
+if text.startswith("@"):
+    text = open(text[1:]).read()
+sys.exit(main("/bakeoff/submit", {"answer": text}))
+"""
+
+
+class Bridge:
+    """The CLI's API endpoint and tool endpoint, in the process that holds the key."""
+
+    def __init__(self, settings, transcript: Transcript, tools, output, accept):
+        self.settings = settings
+        self.transcript = transcript
+        self.tools = tools
+        self.output = output
+        self.accept = accept
+        self.token = "bridge-" + secrets.token_hex(16)
+        self.upstream = (settings.base_url or DEFAULT_UPSTREAM).rstrip("/")
+        self.answer: BaseModel | None = None
+        self.invalid = 0
+        self.failure: str | None = None
+        self.context = contextvars.copy_context()  # Prefect's run context for the checks
+        self.http = httpx.Client(timeout=settings.api_timeout_s)
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self) -> Bridge:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.http.close()
+
+    def forward(self, path: str, headers: dict, body: bytes) -> tuple[int, dict, bytes]:
+        key = take_key()
+        if key is None:
+            return 401, {}, b'{"type":"error","error":{"type":"authentication_error"}}'
+        sent = {k: v for k, v in headers.items() if k.lower() not in DROPPED}
+        sent["x-api-key"] = key
+        spent = self.transcript.ledger.spent()
+        if spent:
+            self.failure = spent
+            error = {"type": "error", "error": {"type": "budget", "message": spent}}
+            return 429, {"content-type": "application/json"}, json.dumps(error).encode()
+        try:
+            answer = self.http.post(self.upstream + path, headers=sent, content=body)
+        except httpx.HTTPError as exc:
+            self.transcript.event("fault", error=f"{type(exc).__name__}: {exc}")
+            return 504, {"content-type": "application/json"}, b'{"type":"error"}'
+        keep = {
+            k: v for k, v in answer.headers.items() if k.lower() in ("content-type", "retry-after")
+        }
+        if answer.status_code != 200:
+            self.transcript.event("fault", status=answer.status_code, body=answer.text[:2000])
+            self.transcript.retried()
+        self._account(body, answer.content, keep.get("content-type", ""))
+        return answer.status_code, keep, answer.content
+
+    def _account(self, request: bytes, response: bytes, kind: str) -> None:
+        try:
+            sent = json.loads(request or b"{}")
+        except json.JSONDecodeError:
+            sent = {}
+        usage, content = {"input_tokens": 0, "output_tokens": 0}, []
+        if "event-stream" in kind:
+            for line in response.decode(errors="replace").splitlines():
+                if not line.startswith("data: "):
+                    continue
+                event = json.loads(line[6:])
+                if event.get("type") == "message_start":
+                    usage["input_tokens"] = event["message"]["usage"].get("input_tokens", 0)
+                elif event.get("type") == "message_delta":
+                    usage["output_tokens"] = event.get("usage", {}).get("output_tokens", 0)
+                elif event.get("type") == "content_block_start":
+                    content.append(event["content_block"])
+                elif event.get("type") == "content_block_delta" and content:
+                    delta = event["delta"]
+                    block = content[-1]
+                    if delta.get("type") == "text_delta":
+                        block["text"] = block.get("text", "") + delta["text"]
+                    elif delta.get("type") == "input_json_delta":
+                        block["partial"] = block.get("partial", "") + delta["partial_json"]
+        elif response:
+            try:
+                data = json.loads(response)
+                usage = data.get("usage") or usage
+                content = data.get("content", [])
+            except json.JSONDecodeError:
+                pass
+        self.transcript.usage(usage.get("input_tokens", 0), usage.get("output_tokens", 0))
+        last = (sent.get("messages") or [{}])[-1]
+        self.transcript.event("turn", model=sent.get("model"), sent=last, answer=content)
+
+    def tool(self, name: str, arguments: dict) -> tuple[str, bool]:
+        text, is_error = self.context.copy().run(self._tool, name, arguments)
+        self.transcript.event("tool", name=name, input=arguments, result=text, is_error=is_error)
+        return text, is_error
+
+    def _tool(self, name: str, arguments: dict) -> tuple[str, bool]:
+        try:
+            return self.tools.call(name, arguments)
+        except BudgetSpent as exc:
+            self.failure = str(exc)
+            return f"stop: {exc}", True
+
+    def submit(self, text: str) -> tuple[str, bool]:
+        try:
+            answer = self.output.model_validate_json(text)
+            if self.accept is not None:
+                self.accept(answer)
+        except (ValidationError, ValueError) as exc:
+            self.invalid += 1
+            self.transcript.event("invalid-answer", count=self.invalid, error=str(exc))
+            if self.invalid > 1:
+                self.failure = (
+                    f"the answer did not validate after one re-ask: {str(exc).splitlines()[0]}"
+                )
+                return "refused again; the role has failed", True
+            return f"Your answer does not match the schema; fix it and submit again:\n{exc}", True
+        self.answer = answer
+        self.transcript.event("submitted", answer=json.loads(answer.model_dump_json()))
+        return "accepted; you are done", False
+
+    def _handler(self):
+        bridge = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def _reply(self, status: int, headers: dict, body: bytes) -> None:
+                self.send_response(status)
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self):
+                self._reply(404, {}, b"")
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if self.path.startswith("/bakeoff/"):
+                    if self.headers.get("x-bridge-token") != bridge.token:
+                        return self._reply(403, {}, b"{}")
+                    data = json.loads(body or b"{}")
+                    if self.path == "/bakeoff/submit":
+                        text, is_error = bridge.submit(str(data.get("answer", "")))
+                    else:
+                        text, is_error = bridge.tool(
+                            data.get("name", ""), data.get("arguments", {})
+                        )
+                    payload = json.dumps({"text": text, "is_error": is_error}).encode()
+                    return self._reply(200, {"content-type": "application/json"}, payload)
+                if self.headers.get("x-api-key") != bridge.token:
+                    return self._reply(401, {}, b'{"type":"error"}')
+                self._reply(*bridge.forward(self.path, dict(self.headers), body))
+
+        return Handler
+
+
+def write_commands(root: Path) -> None:
+    bin_dir = Path(root) / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for name, text in (("check", CHECK), ("submit", SUBMIT)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o555)
+
+
+def converse(
+    *,
+    settings: AgentSettings,
+    transcript: Transcript,
+    system: str,
+    prompt: str,
+    tools,
+    output: type[BaseModel],
+    remaining=lambda: float("inf"),
+    accept=None,
+) -> BaseModel:
+    ws = tools.ws
+    write_commands(ws.root)
+    guide = (
+        f"\n\nCheck a candidate with: python3 bin/check PATH NAME CHANGED EXPECTED\n"
+        f"Finish with: python3 bin/submit JSON (or @FILE), the JSON matching this schema:\n"
+        f"{json.dumps(output.model_json_schema())}"
+    )
+    deny = [f"Read({p}/**)" for p in ws.forbidden()] + [f"Edit({ws.task_dir}/**)"]
+    config = {"permissions": {"deny": deny}}
+    with Bridge(settings, transcript, tools, output, accept) as bridge:
+        home = ws.root / ".home"
+        home.mkdir(exist_ok=True)
+        env = {k: os.environ[k] for k in ("PATH", "LANG", "TRITON_INTERPRET") if k in os.environ}
+        env.update(
+            HOME=str(home),
+            ANTHROPIC_BASE_URL=bridge.url,
+            ANTHROPIC_API_KEY=bridge.token,
+            BAKEOFF_BRIDGE_URL=bridge.url,
+            BAKEOFF_BRIDGE_TOKEN=bridge.token,
+            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+            DISABLE_AUTOUPDATER="1",
+        )
+        argv = [settings.claude_code, "-p", prompt + guide, "--output-format", "json"]
+        argv += ["--model", settings.model, "--max-turns", str(settings.max_turns)]
+        argv += ["--append-system-prompt", system, "--allowedTools", ",".join(ALLOWED)]
+        argv += ["--settings", json.dumps(config)]
+        transcript.event("prompt", system=system, prompt=prompt, argv=argv[:1] + argv[3:])
+        limit = max(1.0, min(remaining(), settings.max_lane_seconds))
+        proc = subprocess.Popen(
+            argv,
+            cwd=ws.root,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        try:
+            out, err = proc.communicate(timeout=limit)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+            raise RoleError(f"Claude Code did not finish within {limit:g} s") from None
+        transcript.event(
+            "cli-exit",
+            status=proc.returncode,
+            stdout=out.decode()[-4000:],
+            stderr=err.decode()[-4000:],
+        )
+        if bridge.failure and bridge.answer is None:
+            if "budget" in bridge.failure or "deadline" in bridge.failure:
+                raise BudgetSpent(bridge.failure)
+            raise RoleError(bridge.failure)
+        if bridge.answer is None:
+            raise RoleError(f"Claude Code exited ({proc.returncode}) without a valid bin/submit")
+        return bridge.answer

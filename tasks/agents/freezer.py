@@ -1,0 +1,127 @@
+"""oracle_freezer: an op spec for a kernel directory that has none, then Freeze as usual.
+
+The kernel's sources are copied into a workspace (the model reads them with the file tools and
+may run commands there, writes nothing); its SpecDraft answer is written as `op.toml` beside a
+copy of the sources in `out`, and loaded by the native format's own loader before it is
+accepted: an answer the loader refuses goes back to the model once with the loader's error.
+The input directory itself is never changed.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from scripts.errors import BadInput
+from scripts.formats import load_spec
+from tasks.agents.loop import SYSTEM, drive
+from tasks.agents.outputs import SpecDraft
+from tasks.agents.settings import AgentSettings
+from tasks.agents.tools import LaneTools
+from tasks.agents.transcript import Ledger
+
+IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".git")
+
+
+def _toml_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)  # a JSON string is a TOML basic string
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }"
+    raise TypeError(f"cannot write {type(value).__name__} as TOML")
+
+
+def spec_toml(draft: SpecDraft) -> str:
+    data = draft.model_dump(mode="json", exclude_none=True)
+    lines = [f"{k} = {_toml_value(data[k])}" for k in ("name", "kind", "language", "entry")]
+    lines += [f"{k} = {_toml_value(data[k])}" for k in ("reference", "flops") if k in data]
+    for table in ("inputs", "workloads"):
+        for row in data[table]:
+            lines += ["", f"[[{table}]]"]
+            lines += [f"{k} = {_toml_value(v)}" for k, v in row.items() if v not in ({}, None)]
+    if data.get("tolerance"):
+        lines += ["", "[tolerance]"] + [f"{k} = {v!r}" for k, v in data["tolerance"].items()]
+    return "\n".join(lines) + "\n"
+
+
+class _SourcesOnly:
+    """What LaneTools needs of a workspace, for a plain copy of the sources (nothing forbidden
+    but what lies outside it; nothing writable: the answer is the output)."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root).resolve()
+        self.task_dir = self.root / ".no-task"
+
+    def forbidden(self) -> list[Path]:
+        return []
+
+
+def write_spec(kernel_dir: Path, out: Path, work: Path, settings: AgentSettings | None = None):
+    """Ask oracle_freezer for the spec of `kernel_dir`; return `out` (sources + op.toml)."""
+    from tasks.agents.wrapper import render_prompt
+
+    settings = settings or AgentSettings.from_env()
+    kernel_dir, out, work = Path(kernel_dir), Path(out), Path(work)
+    workspace = work / "workspace"
+    shutil.rmtree(workspace, ignore_errors=True)
+    shutil.copytree(kernel_dir, workspace, ignore=IGNORED)
+    tools = LaneTools(
+        _SourcesOnly(workspace),
+        None,
+        language="",
+        mode="",
+        allowance=lambda: 0,
+        command_timeout_s=settings.command_timeout_s,
+        output_chars=settings.tool_output_chars,
+    )
+    staged = work / "staged"
+
+    def loads(draft: SpecDraft) -> None:
+        shutil.rmtree(staged, ignore_errors=True)
+        shutil.copytree(kernel_dir, staged, ignore=IGNORED)
+        (staged / "op.toml").write_text(spec_toml(draft))
+        try:
+            load_spec(staged)
+        except BadInput as exc:
+            raise ValueError(f"the spec loader refused it: {exc}") from None
+
+    ledger = Ledger(work / "transcripts", settings)
+    transcript = ledger.open("oracle_freezer")
+    try:
+        drive(
+            settings,
+            transcript=transcript,
+            system=SYSTEM,
+            prompt=render_prompt("oracle_freezer", {}),
+            tools=_NoWrite(tools),
+            output=SpecDraft,
+            accept=loads,
+        )
+    except Exception as exc:
+        transcript.close(f"failed: {exc}")
+        raise
+    transcript.close("answered")
+    if out.exists():
+        shutil.rmtree(out)
+    shutil.copytree(staged, out)
+    return out
+
+
+class _NoWrite:
+    def __init__(self, tools: LaneTools):
+        self.tools = tools
+
+    def schemas(self) -> list[dict]:
+        return [s for s in self.tools.schemas() if s["name"] != "write_file"]
+
+    def call(self, name: str, arguments: dict) -> tuple[str, bool]:
+        if name == "write_file":
+            return "refused: oracle_freezer writes nothing; submit the spec instead", True
+        return self.tools.call(name, arguments)

@@ -1,0 +1,200 @@
+"""Model-driven lanes end to end, the scripted server playing the model: an author lane run by
+`bakeoff run` writes a Triton kernel that passes under the interpreter and wins; an optimize lane
+improves the shipped softmax over two rounds; a claimed speedup without a matching receipt is
+ignored; a candidate searching its environment and /proc for the key finds nothing; a learned
+card is written after a win and not after a loss; without a key an author lane is skipped."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import git
+import pytest
+
+from tests.agent_env import AGENT_ENV, KEY_PREFIX, held_key
+from tests.agent_kernels import KEY_SEARCH, WRONG, rows_kernel, tiny_softmax
+from tests.conftest import run_cli
+from tests.scripted_api import ScriptedAPI, receipt_in, reply, tool
+
+pytestmark = pytest.mark.slow
+
+
+def check_step(path: str, name: str) -> dict:
+    return reply(tool("check", path=path, name=name, changed=f"{name} layout", expected="faster"))
+
+
+def submit_round(name: str, receipt: str | None = None, speedup: float | None = None):
+    def step(body):
+        best = {"candidate": name, "receipt": receipt or receipt_in(body), "speedup": speedup}
+        return reply(tool("submit", summary=f"checked {name}", best=best, lessons=["rows/program"]))
+
+    return step
+
+
+def review_what_is_put_forward(body) -> dict:
+    chosen = re.search(r"checks put `([^`]+)` forward", body["messages"][0]["content"]).group(1)
+    return reply(tool("submit", candidate=chosen, decision="accepted", reasons=["honest softmax"]))
+
+
+CARD = reply(
+    tool(
+        "submit",
+        title="Softmax: many rows per program",
+        identity="row softmax, BLOCK_M rows per program",
+        delta="one program handles a block of rows instead of one row",
+        lessons=["per-program cost dominates small rows: batch rows into one program"],
+        pitfalls=["keep the -inf padding for the max"],
+    )
+)
+
+
+def test_author_lane_by_bakeoff_run_ends_with_a_model_written_winner(tmp_path):
+    steps = [
+        reply(tool("read_file", path="TASK.md")),
+        reply(tool("write_file", path="candidates/rows/kernel.py", content=rows_kernel(64))),
+        check_step("candidates/rows", "rows64"),
+        submit_round("rows64"),
+        review_what_is_put_forward,
+        CARD,
+    ]
+    learned = tmp_path / "learned"
+    with held_key() as key, ScriptedAPI(steps) as api:
+        env = AGENT_ENV | {
+            "ANTHROPIC_API_KEY": key,
+            "ANTHROPIC_BASE_URL": api.base_url,
+            "BAKEOFF_AGENT_LEARNED_DIR": str(learned),
+        }
+        done = run_cli(
+            "run", str(tiny_softmax(tmp_path / "softmax")), "--mode", "author", "--target-language", "triton",
+            "--budget", "1", "--samples", "5", "--run-dir", str(tmp_path / "run"), "--json",
+            env=env,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert api.remaining() == 0 and all(api.key_of(r) == key for r in api.requests)
+    out = json.loads(done.stdout)
+    assert out["winner"]["name"] == "rows64" and out["winner"]["language"] == "triton"
+    assert out["winner"]["mode"] == "author" and out["winner"]["speedup"] > 1
+    lane = tmp_path / "run" / "lanes" / "triton"
+    history = [c.summary for c in git.Repo(lane / "work").iter_commits()]
+    assert history[0].startswith("check 1 rows64: PASSED") and len(history) == 2
+    transcripts = sorted(p.name for p in (lane / "transcripts").glob("*.jsonl"))
+    assert transcripts == [
+        "01-kernel_author.jsonl",
+        "02-reviewer.jsonl",
+        "03-update_experience.jsonl",
+    ]
+    assert "rows64" in (tmp_path / "run" / "report.md").read_text()
+    cards = list(learned.glob("softmax-triton-*.md"))
+    assert len(cards) == 1 and "x overall" in cards[0].read_text()
+    assert (learned / "archive" / "softmax").is_dir()
+    for path in [*lane.rglob("*"), *learned.rglob("*")]:
+        if path.is_file():
+            assert key not in path.read_text(errors="replace"), path
+
+
+@pytest.fixture(scope="module")
+def runs_root(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("runs")
+
+
+@pytest.fixture(scope="module")
+def softmax(runs_root) -> Path:
+    return tiny_softmax(runs_root / "softmax")
+
+
+@pytest.fixture
+def agent_env(monkeypatch, tmp_path):
+    for k, v in (AGENT_ENV | {"BAKEOFF_AGENT_LEARNED_DIR": str(tmp_path / "learned")}).items():
+        monkeypatch.setenv(k, v)
+    return tmp_path / "learned"
+
+
+def bake(softmax: Path, mode: str, api: ScriptedAPI | None, budget: int, monkeypatch):
+    from flows.bakeoff import bakeoff
+
+    if api is not None:
+        monkeypatch.setenv("BAKEOFF_AGENT_BASE_URL", api.base_url)
+    kwargs = {"target_language": "triton"} if mode == "author" else {}
+    return bakeoff(
+        str(softmax), mode=mode, budget=budget, samples=5, runs_root=str(softmax.parent), **kwargs
+    )
+
+
+def test_optimize_lane_improves_in_two_rounds_and_ignores_an_unreceipted_claim(
+    prefect_api, softmax, agent_env, monkeypatch
+):
+    monkeypatch.setenv("BAKEOFF_AGENT_PER_ROUND", "1")
+    steps = [
+        reply(tool("read_file", path="candidates/incumbent/kernel.py")),
+        reply(
+            tool("write_file", path="candidates/r4/kernel.py", content=KEY_SEARCH + rows_kernel(4))
+        ),
+        check_step("candidates/r4", "rows4"),
+        submit_round("rows4"),
+        reply(tool("write_file", path="candidates/r64/kernel.py", content=rows_kernel(64))),
+        check_step("candidates/r64", "rows64"),
+        submit_round("rows64", receipt="0" * 20, speedup=99.0),  # no such receipt
+        review_what_is_put_forward,
+        CARD,
+    ]
+    with held_key(), ScriptedAPI(steps) as api:
+        report = bake(softmax, "optimize", api, 2, monkeypatch)
+        assert api.remaining() == 0
+    (lane,) = report.lanes
+    assert lane.status == "completed" and [c.candidate.name for c in lane.candidates] == [
+        "rows4",
+        "rows64",
+    ]
+    r4, r64 = (c.verdict for c in lane.candidates)
+    assert r4.passed and r64.passed and r64.speedup > r4.speedup > 1
+    assert re.search(r"key search: [1-9]\d* environments read, found 0", r4.output_tail)
+    lane_dir = Path(lane.lane_dir)
+    agent = json.loads((lane_dir / "agent.json").read_text())
+    assert agent["stopped"] == "check budget spent (2 candidates)" and agent["rounds"] == 2
+    ignored = agent["claims"][1]
+    assert ignored["claimed"] == 99.0 and not ignored["counted"] and "no matching" in ignored["why"]
+    assert all(row.speedup != 99.0 for row in report.rows)
+    assert report.winner is not None and report.winner.speedup == pytest.approx(
+        max(r4.speedup, r64.speedup)
+    )
+    assert len(agent["git_history"]) == 3 and "+ROWS = 64" in (lane_dir / "best.patch").read_text()
+    (card,) = agent_env.glob("*.md")
+    assert "Measured by the harness" in card.read_text() and " ms" not in card.read_text()
+    summary = json.loads((lane_dir / "transcripts" / "summary.json").read_text())
+    assert [c["role"] for c in summary["calls"]] == [
+        "kernel_optimizer",
+        "kernel_optimizer",
+        "reviewer",
+        "update_experience",
+    ]
+    assert summary["input_tokens"] == 9000 and summary["dollars"] > 0
+
+
+def test_a_loss_writes_no_learned_card(prefect_api, softmax, agent_env, monkeypatch):
+    steps = [
+        reply(tool("write_file", path="candidates/w/kernel.py", content=WRONG)),
+        check_step("candidates/w", "wrong"),
+        submit_round("wrong"),
+    ]
+    with held_key(), ScriptedAPI(steps) as api:
+        report = bake(softmax, "author", api, 1, monkeypatch)
+        assert api.remaining() == 0
+    (lane,) = report.lanes
+    assert lane.status == "completed" and lane.candidates[0].verdict.status.value != "PASSED"
+    assert report.winner is None and not list(agent_env.glob("*.md"))
+    assert "no learned card" in (Path(lane.lane_dir) / "lane.log").read_text()
+
+
+def test_without_a_key_an_author_lane_is_skipped_and_says_why(prefect_api, softmax, agent_env):
+    from flows.bakeoff import bakeoff
+
+    report = bakeoff(str(softmax), mode="author", target_language="triton", budget=1, samples=5,
+                     runs_root=str(softmax.parent))  # fmt: skip
+    (lane,) = report.lanes
+    assert lane.status == "skipped" and lane.reason == (
+        "skipped: no model configured; set ANTHROPIC_API_KEY"
+    )
+    assert not lane.candidates and report.winner is None
+    assert KEY_PREFIX not in Path(report.report_path).read_text()
