@@ -23,7 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from scripts import manifest, protocol, sandbox
+from scripts import isolation, manifest, protocol, sandbox
 from scripts.errors import BadInput
 from scripts.spec import OpSpec
 from scripts.verdict import Status, Verdict, WorkloadVerdict, geomean
@@ -194,9 +194,8 @@ class Judge:
             sweep=True,
             fork=self._can_fork(),
         )
-        sandbox.write_new(
-            self.workdir / CHILD_PGID, str(child.proc.pid)
-        )  # for check(), should we hang
+        if not isolation.inside():  # inside, pids are the namespace's: its end kills the child
+            sandbox.write_new(self.workdir / CHILD_PGID, str(child.proc.pid))  # should we hang
         _preload()  # import torch and the formats (if not forked warm) while the candidate runs
         finished = child.wait()
         problem = tampering(before, snapshot(self.task))

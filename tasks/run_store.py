@@ -53,7 +53,7 @@ def code_version() -> str:
 
 def input_key(kernel_path: Path) -> tuple[str, str]:
     """(op name, short hash of the input's spec and sources): names the run directory."""
-    from scripts.formats import load_spec
+    from scripts.untrusted import load_spec  # imports the input in the sandbox
 
     spec, src = load_spec(Path(kernel_path))
     files = manifest.build(src)
