@@ -27,10 +27,11 @@ from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
 from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
+from flows import phases
 from flows.discover import discover
 from flows.freeze import freeze
 from flows.lane import LaneStarts, lane, lane_store
-from flows.report import report
+from flows.report import publish, report
 from tasks.agents import check_agents
 from tasks.request import BakeoffRequest, resolve_lanes, validate
 from tasks.results import LaneConfig, LaneResult, Report
@@ -178,12 +179,17 @@ def _configs(req: BakeoffRequest, frozen, specs, run_root: Path, attempt: str):
     ]
 
 
-def _run_lanes(req: BakeoffRequest, configs: list[LaneConfig], logger) -> list[LaneResult]:
-    """Every lane's result, in order: reused ones as they were, the others run now."""
+def _reusable(req: BakeoffRequest, configs: list[LaneConfig], logger) -> dict:
+    """Lane key -> the completed result of an earlier run to reuse, or None."""
     reused = {c.lane.key: None if req.fresh else reuse(c) for c in configs}
     for key, found in reused.items():
         if found is not None:
             logger.info(f"lane {key}: reusing the completed result of an earlier run")
+    return reused
+
+
+def _run_lanes(req: BakeoffRequest, configs: list[LaneConfig], reused: dict) -> list[LaneResult]:
+    """Every lane's result, in order: reused ones as they were, the others run now."""
     to_run = [c for c in configs if reused[c.lane.key] is None]
     starts = LaneStarts(len(to_run))
     # Plain threads, each with this flow run's context, so every lane is a subflow of it. A
@@ -237,13 +243,16 @@ def bakeoff(
     run_root = Path(req.run_dir or default_run_dir(Path(kernel_path), Path(runs_root))).resolve()
     store = RunStore(run_root)
     attempt = str(flow_run.id or uuid.uuid4())
+    previous = store.progress()
     store.set_phase("freeze", reset=True, attempt=attempt, mode=req.mode, lanes=[])
     with subflows_without_heartbeats():
         frozen = freeze(str(Path(kernel_path).resolve()), str(store.task_dir), req.pool)
+        logger.info(phases.frozen_line(frozen))
         discovered, warnings = None, []
         if req.mode == "bakeoff":
             store.set_phase("discover")
             discovered = _discover(req, frozen, run_root, warnings)
+            logger.info(phases.discover_line(discovered))
         specs, plan_warnings = resolve_lanes(
             frozen.language,
             req.mode,
@@ -259,7 +268,13 @@ def bakeoff(
             f"{len(configs)} lane(s): " + ", ".join(f"{c.lane.key}:{c.lane.mode}" for c in configs)
         )
         store.set_phase("lanes", lanes=[c.lane.key for c in configs])
-        results = _run_lanes(req, configs, logger)
+        reused = _reusable(req, configs, logger)
+        said = phases.resumed_line(previous, attempt, [k for k, v in reused.items() if v])
+        if said:
+            logger.info(said)
+        results = _run_lanes(req, configs, reused)
+        for result in results:
+            logger.info(phases.lane_line(result))
         store.set_phase("report")
         final = report(
             str(kernel_path),
@@ -270,9 +285,20 @@ def bakeoff(
             results,
             discovered,
             warnings,
+            publish_artifacts=False,
         )
+    publish(final, scope=artifact_scope())  # on this run, the one a user opens
+    logger.info(phases.winner_line(final))
     store.set_phase("done", report=final.report_path)
     return final
+
+
+def artifact_scope() -> str:
+    """The deployment this run belongs to (its own, or the nightly one that started it), else
+    `cli`: each keeps its own artifact history."""
+    from prefect.runtime import deployment
+
+    return deployment.name or "cli"
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from scripts.freeze import load_task
 from tasks.agents import RoleFailed, ask
 from tasks.evaluate import Evaluator
 from tasks.gpu_pool import DevicePool
+from tasks.lane_status import settle
 from tasks.render import render
 from tasks.results import LaneConfig, LaneResult, Lease
 from tasks.roles_default import MAX_RELATIVE_SPREAD, MIN_SAMPLES
@@ -237,7 +238,8 @@ def lane(config: LaneConfig) -> LaneResult:
             store.progress(state="running", device=lease.device, host=lease.host)
             say(f"holding {lease.device} on {lease.host}")
             _work(config, store, lease, result, say)
-        result.status, result.reason = "completed", ""
+        result.finished = now()
+        settle(result, config)  # completed, cut by --lane-timeout, or no candidate at all
     except RoleFailed as exc:
         result.reason = str(exc)
     except Exception as exc:  # the lane's own fault: recorded; the `with` gave the device back

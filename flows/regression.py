@@ -83,7 +83,9 @@ def regression(
             logger.error(f"{name}: {row['reason']}")
         else:
             done = sum(lane.status == "completed" for lane in rep.lanes)
-            row.update(lanes=f"{done}/{len(rep.lanes)} completed", report=rep.report_path)
+            cut = sum(lane.status == "cut" for lane in rep.lanes)
+            said = f"{done}/{len(rep.lanes)} completed" + (f", {cut} cut by time" if cut else "")
+            row.update(lanes=said, report=rep.report_path)
             if rep.winner:
                 row.update(winner=f"{rep.winner.name} ({rep.winner.language})")
                 row.update(speedup=rep.winner.speedup)

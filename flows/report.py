@@ -19,15 +19,16 @@ from prefect.artifacts import (
 )
 
 from scripts import manifest
-from tasks.ranking import baseline_stats, rank
+from tasks.ranking import baseline_stats, measurement, rank
 from tasks.render import render
 from tasks.results import DiscoverOutcome, LaneResult, Report
 from tasks.run_store import write_json
 
 
-def artifact_key(kernel: str, what: str) -> str:
-    """Prefect artifact keys allow lowercase letters, digits and dashes only."""
-    slug = re.sub(r"[^a-z0-9-]+", "-", kernel.lower()).strip("-") or "kernel"
+def artifact_key(kernel: str, what: str, scope: str = "") -> str:
+    """Prefect artifact keys allow lowercase letters, digits and dashes only. `scope` (the
+    deployment, or `cli`) keeps each deployment's history apart."""
+    slug = re.sub(r"[^a-z0-9-]+", "-", f"{kernel}-{scope}".lower()).strip("-") or "kernel"
     return f"bakeoff-{slug}-{what}"
 
 
@@ -44,6 +45,23 @@ def table_rows(report: Report) -> list[dict]:
     return rows
 
 
+def publish(result: Report, scope: str = "") -> None:
+    """The report, the candidate table and the run directory as artifacts of the current run."""
+    kernel, mode, run_dir = result.kernel, result.mode, result.run_dir
+    markdown = Path(result.report_path).read_text()
+    what = f"{kernel} {mode}"
+    create_markdown_artifact(markdown, key=artifact_key(kernel, "report", scope), description=what)
+    create_table_artifact(
+        table_rows(result), key=artifact_key(kernel, "candidates", scope), description=what
+    )
+    create_link_artifact(
+        Path(run_dir).resolve().as_uri(),
+        link_text=str(run_dir),
+        key=artifact_key(kernel, "run-dir", scope),
+        description="every candidate, verdict, timing and log of this run",
+    )
+
+
 @flow(name="report", flow_run_name="report {kernel} {mode}")
 def report(
     kernel_path: str,
@@ -54,6 +72,7 @@ def report(
     lanes: list[LaneResult],
     discovered: DiscoverOutcome | None = None,
     warnings: list[str] | None = None,
+    publish_artifacts: bool = True,
 ) -> Report:
     logger = get_run_logger()
     rows, winner = rank(lanes, discovered, Path(task_dir))
@@ -72,22 +91,13 @@ def report(
         lanes=lanes,
         warnings=warnings or [],
         report_path=str(Path(run_dir) / "report.md"),
+        measurement=measurement(Path(task_dir)),
     )
     markdown = render("report.md.j2", report=result)
     Path(result.report_path).write_text(markdown)
     write_json(Path(run_dir) / "report.json", result)
-    create_markdown_artifact(
-        markdown, key=artifact_key(kernel, "report"), description=f"{kernel} {mode}"
-    )
-    create_table_artifact(
-        table_rows(result), key=artifact_key(kernel, "candidates"), description=f"{kernel} {mode}"
-    )
-    create_link_artifact(
-        Path(run_dir).resolve().as_uri(),
-        link_text=str(run_dir),
-        key=artifact_key(kernel, "run-dir"),
-        description="every candidate, verdict, timing and log of this run",
-    )
+    if publish_artifacts:
+        publish(result)
     if winner:
         logger.info(f"winner {winner.name} ({winner.language} {winner.mode}) {winner.speedup:.3f}x")
     else:

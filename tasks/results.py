@@ -86,7 +86,7 @@ class LaneResult(BaseModel):
     key: str
     language: str
     mode: LaneMode
-    status: Literal["completed", "failed"]
+    status: Literal["completed", "cut", "failed"]  # cut: --lane-timeout stopped it early
     reason: str = ""
     cache_key: str
     attempt: str = ""
@@ -107,13 +107,15 @@ class CandidateRow(BaseModel):
     language: str
     mode: str
     source: str  # lane key, or "discover"
-    status: (
-        str  # winner | accepted | within-noise | flagged | not-reviewed | lane-failed | <verdict>
-    )
+    # winner | eligible | passed | within-spread | slower | flagged | not-comparable | baseline |
+    # lane-failed | <verdict status>
+    status: str
     detail: str = ""
     speedup: float | None = None
     speedups: dict[str, float | None] = Field(default_factory=dict)
-    margin: float | None = None  # relative spread the speedup had to beat
+    margin: float | None = None  # relative spread the speedup had to beat (bar: 1 + margin)
+    spread: float | None = None  # the candidate's own relative spread, mean over workloads
+    comparable: bool = True  # False: interpreted against native, the speedup means nothing
     path: str = ""
 
 
@@ -130,6 +132,8 @@ class Report(BaseModel):
     lanes: list[LaneResult] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     report_path: str = ""
+    # fingerprint (device, arch, driver, torch, triton), clock, interpreted, baseline_spread
+    measurement: dict = Field(default_factory=dict)
 
 
 class DiscoverOutcome(BaseModel):

@@ -151,7 +151,7 @@ class LaneStore:
         if not data:
             return None
         result = LaneResult.model_validate(data)
-        if result.cache_key == cache_key and result.status == "completed":
+        if result.cache_key == cache_key and result.status in ("completed", "cut"):
             return result
         return None
 
