@@ -240,10 +240,15 @@ def bakeoff(
     params = {k: v for k, v in locals().items() if k in BakeoffRequest.model_fields}
     req = validate(BakeoffRequest(**{**params, "agents": agents or {}}))
     check_agents(req.agents)
-    run_root = Path(req.run_dir or default_run_dir(Path(kernel_path), Path(runs_root))).resolve()
+    run_root = req.run_dir or default_run_dir(
+        Path(kernel_path), Path(runs_root), req.mode, req.target_language
+    )
+    run_root = Path(run_root).resolve()
     store = RunStore(run_root)
     attempt = str(flow_run.id or uuid.uuid4())
     previous = store.progress()
+    if previous.get("phase") == "starting":  # `bakeoff run` marked it: the one before counts
+        previous = previous.get("previous") or {}
     store.set_phase("freeze", reset=True, attempt=attempt, mode=req.mode, lanes=[])
     with subflows_without_heartbeats():
         frozen = freeze(str(Path(kernel_path).resolve()), str(store.task_dir), req.pool)

@@ -14,6 +14,7 @@ starts fresh.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import sys
@@ -59,6 +60,8 @@ def call(step: str, where: str, timeout_s: float = TIMEOUT_S, **kwargs):
         data = json.loads(answer.read_text())
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+    for name, level, message in data.get("logs", []):  # its warnings, said here as there
+        logging.getLogger(name).log(level, "%s", message)
     if "bad_input" in data:
         raise BadInput(*data["bad_input"])
     return data["ok"]
@@ -110,12 +113,24 @@ def _triton_surface_step(src_dir: str, entry: str) -> dict | None:
 STEPS = {"load_spec": _load_spec_step, "triton_surface": _triton_surface_step}
 
 
+class _Kept(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.records: list[list] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append([record.name, record.levelno, record.getMessage()])
+
+
 def main(argv: list[str]) -> int:
     request = json.loads(Path(argv[0]).read_text())
+    kept = _Kept()
+    logging.getLogger().addHandler(kept)
     try:
         answer = {"ok": STEPS[request["step"]](**request["kwargs"])}
     except BadInput as exc:
         answer = {"bad_input": [exc.where, exc.what]}
+    answer["logs"] = kept.records[:50]
     sandbox.write_new(Path(argv[1]), json.dumps(answer))
     return 0
 

@@ -60,9 +60,17 @@ def input_key(kernel_path: Path) -> tuple[str, str]:
     return spec.name, _sha(spec.model_dump_json() + json.dumps(files, sort_keys=True))[:12]
 
 
-def default_run_dir(kernel_path: Path, runs_root: Path = Path("runs")) -> Path:
+def default_run_dir(
+    kernel_path: Path,
+    runs_root: Path = Path("runs"),
+    mode: str = "optimize",
+    target_language: str | None = None,
+) -> Path:
+    """`runs/<op>-<mode>[-<target>]-<input hash>`: runs of one input in different modes (or an
+    author run in another language) never share a directory, a report or a lane."""
     name, key = input_key(kernel_path)
-    return Path(runs_root) / f"{name}-{key}"
+    kind = mode if mode != "author" or not target_language else f"author-{target_language}"
+    return Path(runs_root) / f"{name}-{kind}-{key}"
 
 
 def task_identity(task_dir: Path) -> str:
