@@ -52,6 +52,9 @@ database() {
   if [[ -z $(as_postgres psql -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'prefect'") ]]; then
     as_postgres createdb -O prefect prefect
   fi
+  # An existing database (made by hand, or by an older README) becomes the role's, schema too.
+  as_postgres psql -d prefect -v ON_ERROR_STOP=1 -qc \
+    "ALTER DATABASE prefect OWNER TO prefect; ALTER SCHEMA public OWNER TO prefect"
   echo "database prefect (owner prefect) ready; its password is in $STATE/db.env"
 }
 
@@ -72,7 +75,7 @@ deploy() {
   api
   "$PYTHON" -m deployments.pools
   "$PREFECT" --no-prompt deploy --all
-  if ! "$PREFECT" automation ls 2>/dev/null | grep -q bakeoff-crash-silent-runs; then
+  if ! "$PREFECT" automation inspect bakeoff-crash-silent-runs -o json >/dev/null 2>&1; then
     "$PREFECT" automation create --from-file deployments/automations.yaml
   fi
 }
@@ -94,7 +97,28 @@ worker() {
   fi
   api
   export PREFECT_FLOWS_HEARTBEAT_FREQUENCY=${PREFECT_FLOWS_HEARTBEAT_FREQUENCY:-30}
-  exec "$PREFECT" worker start --pool "$pool" --work-queue "$queue" --limit "$limit" "${@:4}"
+  "$PREFECT" worker start --pool "$pool" --work-queue "$queue" --limit "$limit" "${@:4}" &
+  WORKER=$!
+  trap stop_worker TERM INT
+  while kill -0 "$WORKER" 2>/dev/null; do wait "$WORKER" || true; done
+}
+
+# SIGTERM (a plain `kill`) or Ctrl-C: the flow runs this worker started get SIGTERM first, so
+# each marks itself Crashed and exits (a re-run resumes it), then the worker stops. Prefect's
+# own worker would stop and leave them running unsupervised.
+stop_worker() {
+  local runs child i
+  runs=$(awk -v p="$WORKER" '$4 == p {print $1}' /proc/[0-9]*/stat 2>/dev/null)
+  for child in $runs; do kill -TERM "$child" 2>/dev/null || true; done
+  for i in $(seq 20); do  # up to 10 s to record Crashed and exit, then they are killed
+    local alive=""
+    for child in $runs; do kill -0 "$child" 2>/dev/null && alive=1; done
+    [[ -z $alive ]] && break
+    sleep 0.5
+  done
+  for child in $runs; do kill -KILL "$child" 2>/dev/null || true; done
+  kill -INT "$WORKER" 2>/dev/null || true
+  (sleep 15 && kill -KILL "$WORKER" 2>/dev/null) &
 }
 
 case ${1:-} in

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import contextvars
 import sys
+import threading
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -195,21 +195,33 @@ def _run_lanes(req: BakeoffRequest, configs: list[LaneConfig], reused: dict) -> 
     # Plain threads, each with this flow run's context, so every lane is a subflow of it. A
     # Prefect task around each lane would add a burst of task-run writes just as the lane
     # subflows are created, which the embedded SQLite server answers with 2 s retries.
-    workers = max(1, min(len(to_run), MAX_LANES_AT_ONCE))
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lane") as pool:
-        futures = [
-            pool.submit(
-                contextvars.copy_context().run,
-                run_lane,
-                c,
-                req.dispatch,
-                req.lane_deployment,
-                starts,
-            )
-            for c in to_run
-        ]
-        ran = {c.lane.key: f.result() for c, f in zip(to_run, futures)}
-    return [reused[c.lane.key] or ran[c.lane.key] for c in configs]
+    # Daemon threads: a SIGTERM or Ctrl-C ends this process at once, never held up by lanes
+    # still running (an executor's threads would be joined at exit, for as long as a lane takes).
+    ran: dict[str, LaneResult] = {}
+    slots = threading.BoundedSemaphore(MAX_LANES_AT_ONCE)
+
+    def one(config: LaneConfig) -> None:
+        with slots:
+            ran[config.lane.key] = run_lane(config, req.dispatch, req.lane_deployment, starts)
+
+    threads = [
+        threading.Thread(
+            target=contextvars.copy_context().run,
+            args=(one, c),
+            name=f"lane-{c.lane.key}",
+            daemon=True,
+        )
+        for c in to_run
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        while t.is_alive():
+            t.join(0.5)  # short waits: a signal's handler runs in this thread between them
+    return [
+        reused[c.lane.key] or ran.get(c.lane.key) or _failed(c, "the lane's thread ended early")
+        for c in configs
+    ]
 
 
 @flow(name="bakeoff", flow_run_name=_run_name)
@@ -240,6 +252,10 @@ def bakeoff(
     params = {k: v for k, v in locals().items() if k in BakeoffRequest.model_fields}
     req = validate(BakeoffRequest(**{**params, "agents": agents or {}}))
     check_agents(req.agents)
+    from scripts.isolation import warning
+
+    if unsafe := warning():
+        logger.warning(unsafe)
     run_root = req.run_dir or default_run_dir(
         Path(kernel_path), Path(runs_root), req.mode, req.target_language
     )

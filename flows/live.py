@@ -152,6 +152,11 @@ def run(request: BakeoffRequest, as_json: bool = False, debug: bool = False) -> 
     console = Console(stderr=as_json)
     if not console.is_terminal:
         console.width = 140  # a log file or a pipe: room for the ranking table
+    from scripts.isolation import warning
+
+    unsafe = warning()  # candidates could read this user's processes' environment
+    if unsafe:
+        console.print(f"[bold red]{unsafe}[/]")
     freezing = Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),

@@ -85,7 +85,9 @@ def load_spec(path: Path, **options):
         from scripts.formats.staging import scratch_dir
 
         keep = scratch_dir("spec")  # what the format writes there dies with its process
-        found = call("load_spec", str(path), path=str(path), options=given, keep=str(keep))
+        found = call(  # absolute: the sandbox runs in a directory of its own
+            "load_spec", str(path), path=str(path.resolve()), options=given, keep=str(keep)
+        )
         _spec_cache[key] = (OpSpec.model_validate(found["spec"]), Path(found["src"]))
     return _spec_cache[key]
 

@@ -176,3 +176,11 @@ def test_the_warning_says_what_is_at_stake(monkeypatch):
     monkeypatch.setattr(isolation, "_probed", False)
     monkeypatch.setenv("BAKEOFF_ISOLATION", "namespace")
     assert isolation.warning() is None or "NOT isolated" in isolation.warning()
+
+
+def test_an_input_named_by_a_relative_path_is_read_in_the_sandbox(monkeypatch):
+    from scripts.untrusted import load_spec
+
+    monkeypatch.chdir(ROOT)
+    spec, src = load_spec(Path("examples/rmsnorm_torch"))
+    assert spec.name == "rmsnorm" and (src / "kernel.py").is_file()

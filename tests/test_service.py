@@ -192,7 +192,7 @@ def service(postgres, tmp_path_factory):
         wait_for(lambda: http_get(f"{svc.url}/api/health")[0] == 200, 120, "server start", server)
         deployed = svc.script("deploy")
         assert deployed.returncode == 0, deployed.stdout + deployed.stderr
-        svc.worker("dispatcher", "default", slots=2)
+        svc.dispatcher = svc.worker("dispatcher", "default", slots=2)
         yield svc
     finally:
         svc.stop()
@@ -361,3 +361,31 @@ def test_two_workers_share_the_lane_pool_and_a_killed_lane_gives_its_device_back
         assert pool.holders() == {"cpu0": None}
     crashed_on = next(h for h, rec in holders.items() if rec and "triton" in rec["label"])
     assert lanes["torch"]["lease"]["host"] != crashed_on  # the two lanes ran on both workers
+
+
+def test_a_worker_stops_on_sigterm_and_its_run_does_not_stay_running(service, tmp_path):
+    """Last in this file: it stops the dispatcher worker. A plain `kill` (SIGTERM) stops the
+    worker promptly even while a lane is busy, and the bake-off's run leaves Running."""
+    params = {
+        "kernel_path": str(EXAMPLES / "rmsnorm_torch"),
+        "mode": "optimize",
+        "budget": 1,
+        "runs_root": str(tmp_path / "runs"),
+        "agents": {**QUICK, "optimizer": "tests.role_doubles:never_answers_async"},
+    }
+    run = service.prefect("deployment", "run", "bakeoff/local", "--params", json.dumps(params))
+    rid = flow_run_id(run.stdout)
+
+    def lane_running():
+        found = list((tmp_path / "runs").glob("*/lanes/torch/progress.json"))
+        return found and json.loads(found[0].read_text()).get("state") == "running"
+
+    wait_for(lane_running, 300, "the lane to start", service.dispatcher)
+    service.dispatcher.send_signal(signal.SIGTERM)
+    started = time.monotonic()
+    service.dispatcher.wait(60)
+    assert time.monotonic() - started < 30, "the worker took too long to stop on SIGTERM"
+    with service.client() as client:
+        wait_for(lambda: not client.read_flow_run(rid).state.is_running(), 60, "the run to end")
+        state = client.read_flow_run(rid).state
+    assert state.is_crashed() or state.is_cancelled() or state.is_failed(), state

@@ -89,7 +89,8 @@ def discover_isolated(src_dir: Path, entry: str) -> Surface | None:
     """`discover` in the sandbox (scripts/untrusted.py): the file is user or model code."""
     from scripts.untrusted import call
 
-    found = call("triton_surface", f"{src_dir}/{entry}", src_dir=str(src_dir), entry=entry)
+    where, src = f"{src_dir}/{entry}", str(Path(src_dir).resolve())
+    found = call("triton_surface", where, src_dir=src, entry=entry)
     if found is None:
         return None
     kernels = [Kernel(**k) for k in found.pop("kernels")]
