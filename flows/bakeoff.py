@@ -17,6 +17,7 @@ Run as `python -m flows.bakeoff KERNEL_PATH [MODE]`, or `bakeoff run` (flows/cli
 from __future__ import annotations
 
 import contextvars
+import shutil
 import sys
 import threading
 import uuid
@@ -266,6 +267,8 @@ def bakeoff(
     if previous.get("phase") == "starting":  # `bakeoff run` marked it: the one before counts
         previous = previous.get("previous") or {}
     store.set_phase("freeze", reset=True, attempt=attempt, mode=req.mode, lanes=[])
+    if req.fresh:  # verdicts kept for reuse within the run directory (tasks.evaluate)
+        shutil.rmtree(run_root / "checked", ignore_errors=True)
     with subflows_without_heartbeats():
         frozen = freeze(str(Path(kernel_path).resolve()), str(store.task_dir), req.pool)
         logger.info(phases.frozen_line(frozen))

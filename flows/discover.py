@@ -101,7 +101,10 @@ def discover(
             agent_timeout_s,
             agent_retries,
         )
-    outcome = DiscoverOutcome(plan=plan, review=verdict, cache_key=key)
+    broken = [r.candidate.name for r in plan.measured if r.verdict.status.value == "HARNESS_ERROR"]
+    if broken:  # kept for this run's report, but a re-run measures again
+        logger.warning(f"the harness failed on {', '.join(broken)}; a re-run measures again")
+    outcome = DiscoverOutcome(plan=plan, review=verdict, cache_key="" if broken else key)
     write_json(outcome_path, outcome)
     entries = ", ".join(f"{e.language or '(unnamed)'}:{e.mode}" for e in plan.plan)
     logger.info(f"plan: {entries or 'empty'}; reviewer: {verdict.decision}")

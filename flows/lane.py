@@ -195,6 +195,10 @@ def _work(config: LaneConfig, store: LaneStore, lease: Lease, result: LaneResult
     say(f"reviewer: {result.review.decision} {result.review.candidate or ''}".rstrip())
 
 
+def harness_failed(result) -> bool:
+    return result.verdict.status.value == "HARNESS_ERROR"
+
+
 @flow(name="lane", flow_run_name=_run_name)
 def lane(config: LaneConfig) -> LaneResult:
     """Run one lane of a bake-off and write `lanes/<key>/lane_result.json`."""
@@ -238,8 +242,15 @@ def lane(config: LaneConfig) -> LaneResult:
             store.progress(state="running", device=lease.device, host=lease.host)
             say(f"holding {lease.device} on {lease.host}")
             _work(config, store, lease, result, say)
-        result.finished = now()
-        settle(result, config)  # completed, cut by --lane-timeout, or no candidate at all
+        broken = [c.candidate.name for c in result.candidates if harness_failed(c)]
+        if broken:  # the harness's fault, not the candidates': never kept as a finished lane
+            result.reason = (
+                f"the harness failed on {len(broken)} candidate(s) ({', '.join(broken[:3])}); "
+                "a re-run checks them again"
+            )
+        else:
+            result.finished = now()
+            settle(result, config)  # completed, cut by --lane-timeout, or no candidate at all
     except RoleFailed as exc:
         result.reason = str(exc)
     except Exception as exc:  # the lane's own fault: recorded; the `with` gave the device back

@@ -40,13 +40,20 @@ def check(
     workdir: Path | None = None,
     trials: int | None = None,
     warmup: int | None = None,
+    side_by_side: bool = True,
+    cache_dir: Path | None = None,
+    warm: bool = True,
 ) -> Verdict:
     """Check and time `candidate` (a file or directory in the op's format) against `task_dir`.
 
     `candidate_env` is applied to the candidate's process only (after credentials are removed);
     `device_env` (e.g. CUDA_VISIBLE_DEVICES) pins the judge and the candidate to one device.
     `timeout_s` bounds the candidate's process; `workdir` keeps the request, verdict and logs
-    (a temporary directory, removed afterwards, when None)."""
+    (a temporary directory, removed afterwards, when None). With `side_by_side` (the default)
+    the frozen baseline is timed again in this check, just before the candidate, and the
+    speedup is the ratio of the two. `cache_dir` holds the compilers' caches of this candidate
+    (only ever give one candidate's source the same directory); `warm=False` starts fresh
+    interpreters instead of forking warm ones."""
     task_dir, candidate = Path(task_dir), Path(candidate)
     if not task_dir.is_dir():
         raise BadInput(str(task_dir), "task directory does not exist")
@@ -63,8 +70,10 @@ def check(
         samples=samples,
         trials=trials,
         warmup=warmup,
+        side_by_side=side_by_side,
+        cache_dir=str(Path(cache_dir).resolve()) if cache_dir else None,
     )
-    return _run_judge(request, device_env, workdir)
+    return _run_judge(request, device_env, workdir, warm)
 
 
 def judge_baseline(staging: Path, *, timeout_s: float = 300.0, **options) -> Verdict:
@@ -107,7 +116,9 @@ def _judge_env(device_env: dict[str, str] | None) -> dict[str, str]:
     return env
 
 
-def _run_judge(request: protocol.JudgeRequest, device_env, workdir: Path | None) -> Verdict:
+def _run_judge(
+    request: protocol.JudgeRequest, device_env, workdir: Path | None, warm: bool = True
+) -> Verdict:
     if manifest.build(HARNESS_DIR) != _HARNESS_AT_IMPORT:
         raise BadInput(
             str(HARNESS_DIR), "the harness's sources changed since this process loaded them"
@@ -128,6 +139,7 @@ def _run_judge(request: protocol.JudgeRequest, device_env, workdir: Path | None)
             cwd=workdir,
             log_path=workdir / "judge.log",
             timeout_s=_judge_deadline(request),
+            warm=warm,
         )
         if finished.timed_out or finished.returncode != 0:
             _kill_candidate_group(workdir)
@@ -146,36 +158,18 @@ def _run_judge(request: protocol.JudgeRequest, device_env, workdir: Path | None)
     )
 
 
-def _start_judge(request: protocol.JudgeRequest, argv: list[str], **how) -> sandbox.Finished:
+def _start_judge(
+    request: protocol.JudgeRequest, argv: list[str], warm: bool = True, **how
+) -> sandbox.Finished:
     """Run the judge: forked by a warm server (`scripts.forkserver`) when one is usable, else
     as a fresh interpreter."""
-    server = forkserver.server_for(how["env"])
+    server = forkserver.server_for(how["env"]) if warm else None
     finished = None
     if server is not None:
-        sources = [Path(request.task_dir) / "baseline_src"]
-        sources += [Path(request.candidate)] if request.candidate else []
-        finished = server.run("scripts.judge", argv, compiler=uses_compiler(*sources), **how)
+        finished = server.run("scripts.judge", argv, **how)
     if finished is None:
         finished = sandbox.run([sys.executable, "-m", "scripts.judge", *argv], **how)
     return finished
-
-
-COMPILER_WORDS = ("torch.compile", "torch._dynamo", "torch._inductor")
-
-
-def uses_compiler(*paths: Path) -> bool:
-    """Whether sources under `paths` mention torch.compile (or Dynamo, Inductor): then the warm
-    server is asked to have imported them. A guess that only costs time when it is wrong."""
-    for path in paths:
-        files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
-        for file in files[:200]:
-            try:
-                text = file.read_text(errors="replace")
-            except OSError:
-                continue
-            if any(word in text for word in COMPILER_WORDS):
-                return True
-    return False
 
 
 def _kill_candidate_group(workdir: Path) -> None:
@@ -219,7 +213,7 @@ def _read_verdict(request, verdict_path: Path, finished, log_path: Path) -> Verd
         candidate=request.candidate or "baseline",
         oracle_sha256="",
         device="unknown",
-        status=Status.CRASHED,
+        status=Status.HARNESS_ERROR,
         reason=f"the harness failed: {problem}",
         output_tail=log,
     )

@@ -9,7 +9,7 @@ session with exactly the environment asked for, as `python -m MODULE` would.
 One server per judge environment (so the device it may see is fixed when it starts), owned by
 the orchestrator process that started it: requests come only over its stdin, which no judge or
 candidate inherits, and it exits when that pipe closes. Protocol: one JSON line per request,
-`{"id", "module", "argv", "env", "cwd", "log", "compiler"}`; answers `{"id", "pid"}` once
+`{"id", "module", "argv", "env", "cwd", "log"}`; answers `{"id", "pid"}` once
 forked (or `{"id", "error"}`) and `{"id", "status"}` when the fork exits (negative: a signal).
 """
 
@@ -35,7 +35,10 @@ START_TIMEOUT_S = 120.0  # importing torch on a cold disk
 
 def preload() -> None:
     """What every judge and candidate imports, short of touching a device (which would make the
-    forks' device contexts unusable)."""
+    forks' device contexts unusable). Not Dynamo and Inductor: their imports initialise the
+    CUDA driver (every later fork then failed with "Cannot re-initialize CUDA in forked
+    subprocess"), and doing it through NVML instead left the forks seeing no device (H200,
+    torch 2.11). A torch.compile candidate imports them in its own process."""
     import torch  # noqa: F401
 
     import scripts.child  # noqa: F401
@@ -49,16 +52,28 @@ def preload() -> None:
         pass
 
 
-def preload_compiler() -> None:
-    """Dynamo and Inductor, on the first request for a torch.compile candidate (seconds of
-    imports that every such check would otherwise pay, and that other checks need not)."""
-    import torch._dynamo  # noqa: F401
-    import torch._inductor.compile_fx  # noqa: F401
+def forks_can_use_device() -> bool:
+    """Whether a process forked from this one may still initialise the device: false once this
+    process (or an import it made) initialised the CUDA or HIP driver. Asked of a probe fork,
+    because torch marks only the forks of such a process."""
+    import torch
+
+    if not torch.cuda._is_compiled():
+        return True
+    pid = os.fork()
+    if pid == 0:
+        os._exit(3 if torch.cuda._is_in_bad_fork() else 0)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
+_state = {"device_ok": True}
 
 
 def serve(stdin_fd: int = 0, stdout_fd: int = 1) -> int:
     sandbox.protect_self()
     preload()
+    _state["device_ok"] = forks_can_use_device()
     answer = os.fdopen(stdout_fd, "w", buffering=1)
     running: dict[int, int] = {}  # pid -> request id
     pending = b""
@@ -82,8 +97,8 @@ def serve(stdin_fd: int = 0, stdout_fd: int = 1) -> int:
 
 def _start(request: dict, running: dict[int, int], answer) -> None:
     try:
-        if request.get("compiler"):
-            preload_compiler()
+        if not _state["device_ok"]:
+            raise OSError("an import initialised the device here, so its forks could not use it")
         pid = sandbox.fork_module(
             request["module"],
             request["argv"],
@@ -152,17 +167,15 @@ class Server:
         cwd: Path,
         log_path: Path,
         timeout_s: float,
-        compiler: bool = False,
     ) -> sandbox.Finished | None:
         """Run module.main(argv) in a fork under a deadline; None if the server is unusable
-        (then nothing was started and the caller starts the module itself). With `compiler`,
-        the server imports Dynamo and Inductor first (once)."""
+        (then nothing was started and the caller starts the module itself)."""
         with self._lock:
             if self.closed:
                 return None
             rid, self._next = self._next, self._next + 1
             request = dict(id=rid, module=module, argv=argv, env=env, cwd=str(cwd))
-            request.update(log=str(log_path), compiler=compiler)
+            request.update(log=str(log_path))
             try:
                 self.proc.stdin.write((json.dumps(request) + "\n").encode())
                 self.proc.stdin.flush()

@@ -21,6 +21,7 @@ import os
 import random
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from scripts import isolation, manifest, protocol, sandbox
@@ -78,16 +79,26 @@ def tampering(before: dict, after: dict) -> str | None:
     return None
 
 
-def child_env(scratch: Path, candidate_env: dict[str, str]) -> dict[str, str]:
+def _reads_at_import(env: dict[str, str]) -> bool:
+    return any(name.upper().startswith(READ_AT_IMPORT) for name in env)
+
+
+def child_env(
+    scratch: Path, candidate_env: dict[str, str], cache_dir: str | None = None
+) -> dict[str, str]:
+    """The candidate's environment: scrubbed, its own home and temporary directory, and the
+    compilers' caches in its scratch directory, or in `cache_dir` (kept for this candidate's
+    source alone by the orchestrator, so a candidate checked again does not compile again)."""
+    cache = Path(cache_dir) if cache_dir else scratch / "cache"
     env = sandbox.scrub_env(os.environ)
     paths = [str(REPO_ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     paths = list(dict.fromkeys(paths))
     env.update(
         HOME=str(scratch / "home"),
         TMPDIR=str(scratch / "tmp"),
-        XDG_CACHE_HOME=str(scratch / "cache"),
-        TRITON_CACHE_DIR=str(scratch / "cache" / "triton"),
-        TORCHINDUCTOR_CACHE_DIR=str(scratch / "cache" / "inductor"),
+        XDG_CACHE_HOME=str(cache),
+        TRITON_CACHE_DIR=str(cache / "triton"),
+        TORCHINDUCTOR_CACHE_DIR=str(cache / "inductor"),
         PYTHONPATH=os.pathsep.join(paths),
         PYTHONDONTWRITEBYTECODE="1",
         PYTHONUNBUFFERED="1",
@@ -171,54 +182,80 @@ class Judge:
         before = snapshot(self.task)
         sandbox.protect_self()
         sandbox.become_subreaper()
+        fork = self._can_fork()
+        beside, clock = None, time.monotonic()
+        phases = {}
+        if self.req.side_by_side and not self.req.freezing:
+            # The frozen baseline first, in a process of its own that is gone before the
+            # candidate's starts: the candidate cannot reach it, and both see the same device.
+            beside = self._run_child(None, timing_only=True, fork=fork)[1]
+            phases["baseline_beside_s"] = time.monotonic() - clock
+        clock = time.monotonic()
+        finished, results, output = self._run_child(self.req.candidate, fork=fork)
+        phases["candidate_process_s"] = time.monotonic() - clock
+        clock = time.monotonic()
+        problem = tampering(before, snapshot(self.task))
+        verdict = self.verdict(finished, results, problem, output, beside)
+        phases["judging_s"] = time.monotonic() - clock
+        verdict.harness_phases = phases
+        for leftover in self.workdir.glob("scratch-*/results/*.bin"):
+            leftover.unlink()
+        return verdict
+
+    def _run_child(self, candidate: str | None, *, fork: bool, timing_only: bool = False):
+        """Run one candidate's process (the frozen baseline's when `candidate` is None) to its
+        end; `timing_only` skips the trials and the wall-clock blocks (nothing is judged from
+        that run but its samples)."""
         scratch = Path(tempfile.mkdtemp(prefix="scratch-", dir=self.workdir))
         for sub in ("home", "tmp", "work", "results", "cache"):
             (scratch / sub).mkdir()
+        seeds = self.seeds
+        if timing_only:
+            seeds = [s.model_copy(update={"trial_seeds": []}) for s in seeds]
         child_request = protocol.ChildRequest(
             spec=self.spec.model_dump(mode="json"),
             src_dir=str(self.task / "baseline_src"),
-            candidate=self.req.candidate,
+            candidate=candidate,
             results=str(scratch / "results"),
             warmup=self.req.warmup,
-            wall_blocks=self.req.wall_blocks,
-            workloads=self.seeds,
+            wall_blocks=0 if timing_only else self.req.wall_blocks,
+            workloads=seeds,
         )
         (scratch / "child.json").write_text(child_request.model_dump_json())
+        env = self.req.candidate_env if candidate else {}
         child = sandbox.Child(
             [sys.executable, "-m", "scripts.child", str(scratch / "child.json")],
-            env=child_env(scratch, self.req.candidate_env),
+            env=child_env(scratch, env, self.req.cache_dir if candidate else None),
             cwd=scratch / "work",
             log_path=scratch / "output.log",
             timeout_s=self.req.timeout_s,
             with_markers=True,
             sweep=True,
-            fork=self._can_fork(),
+            fork=fork and not (candidate and _reads_at_import(env)),
         )
+        (self.workdir / CHILD_PGID).unlink(missing_ok=True)
         if not isolation.inside():  # inside, pids are the namespace's: its end kills the child
-            sandbox.write_new(self.workdir / CHILD_PGID, str(child.proc.pid))  # should we hang
-        _preload()  # import torch and the formats (if not forked warm) while the candidate runs
+            sandbox.write_new(self.workdir / CHILD_PGID, str(child.proc.pid))  # for check()
+        if not timing_only:
+            _preload()  # import torch and the formats (if not forked warm) while it runs
         finished = child.wait()
-        problem = tampering(before, snapshot(self.task))
         results = Results(scratch / "results", len(self.spec.workloads))
-        verdict = self.verdict(finished, results, problem, tail(scratch / "output.log"))
-        for leftover in (scratch / "results").glob("*.bin"):
-            leftover.unlink()
-        return verdict
+        return finished, results, tail(scratch / "output.log")
 
     def _can_fork(self) -> bool:
-        """Fork the candidate's process from this one (skipping its interpreter start and torch
-        import) when this judge was itself forked warm and has not touched a device yet. A
-        candidate whose environment sets what torch, Triton or their runtimes may have read on
-        import (`READ_AT_IMPORT`) starts fresh instead."""
+        """Fork the candidates' processes from this one (skipping their interpreter start and
+        torch import) when this judge was itself forked warm and has not touched a device yet.
+        A candidate whose environment sets what torch, Triton or their runtimes may have read
+        on import (`READ_AT_IMPORT`) starts fresh instead."""
         if "scripts.child" not in sys.modules:
-            return False
-        if any(name.upper().startswith(READ_AT_IMPORT) for name in self.req.candidate_env):
             return False
         import torch
 
         return not torch.cuda.is_initialized()
 
-    def verdict(self, finished, results: Results, tamper: str | None, output: str) -> Verdict:
+    def verdict(
+        self, finished, results: Results, tamper: str | None, output: str, beside=None
+    ) -> Verdict:
         from scripts import arch
         from scripts.fingerprint import device_kind
 
@@ -228,7 +265,7 @@ class Judge:
         if tamper:
             verdicts = [self._failed(wl.name, Status.FLAGGED, tamper) for wl in self.spec.workloads]
         else:
-            verdicts = self._judge_workloads(finished, results, device, info)
+            verdicts = self._judge_workloads(finished, results, device, info, beside)
         failed = [w for w in verdicts if w.status is not Status.PASSED]
         bad = failed[0] if failed else None
         reason = None
@@ -266,7 +303,9 @@ class Judge:
             return Status.TIMEOUT, f"did not finish within {self.req.timeout_s:g} s and was killed"
         return Status.CRASHED, f"the candidate's process {finished.how} before reporting results"
 
-    def _judge_workloads(self, finished, results: Results, device: str, info) -> list:
+    def _judge_workloads(self, finished, results: Results, device: str, info, beside) -> list:
+        """`beside`: the frozen baseline's timing-only run in this check (None: compare with
+        the figure taken at freeze)."""
         from scripts.reference import Reference, private_caches
         from scripts.verify import verify_workload
 
@@ -294,12 +333,25 @@ class Judge:
                 if reference is None:
                     private_caches(self.workdir)
                     reference = Reference(self.spec, self.task / "baseline_src", device)
+                base = _beside(beside, i) if beside is not None else None
                 verdicts.append(
                     verify_workload(
-                        self, i, wl, record, reference, results.root, finished.markers, info
+                        self, i, wl, record, reference, results.root, finished.markers, info, base
                     )
                 )
         return verdicts
+
+
+def _beside(beside: Results, index: int) -> protocol.ChildWorkload | str:
+    """The baseline's run of workload `index` in this check, or why there is none."""
+    if isinstance(beside.fatal, protocol.ChildError):
+        return f"the frozen baseline did not load beside the candidate: {beside.fatal.reason}"
+    record = beside.workloads[index]
+    if record is None or isinstance(record, str):
+        return "the frozen baseline's process ended without its timings"
+    if record.error is not None:
+        return f"the frozen baseline failed beside the candidate: {record.error.reason}"
+    return record
 
 
 def _preload() -> None:

@@ -32,6 +32,10 @@ class JudgeRequest(BaseModel):
     samples: int = Field(default=DEFAULT_SAMPLES, ge=1)
     wall_blocks: int = Field(default=DEFAULT_WALL_BLOCKS, ge=1)
     checked_samples: int = Field(default=DEFAULT_CHECKED_SAMPLES, ge=1)
+    # Time the frozen baseline in this check too, just before the candidate: the speedup is
+    # then the ratio of two runs under the same conditions, not of runs hours apart.
+    side_by_side: bool = True
+    cache_dir: str | None = None  # the compilers' caches for this candidate (see judge)
 
 
 class WorkloadSeeds(BaseModel):
@@ -89,6 +93,9 @@ class ChildWorkload(BaseModel):
     projections: list[list[list[float]]] = Field(default_factory=list)  # sample, output, j
     sm_clock_mhz: list[int | None] = Field(default_factory=list)  # diagnostics, per sample
     host_gap_ms: list[float] = Field(default_factory=list)
+    host_call_ms: list[float] = Field(default_factory=list)  # the host's time to queue the call
+    gate_flushes: list[int] = Field(default_factory=list)  # the gate ahead of each start event
+    host_bound: int = 0  # samples whose start event fired before the call was queued
     wall_calls: int = 0
     candidate_s: float = 0.0  # time spent inside the candidate's calls
 

@@ -18,6 +18,9 @@ class Status(str, Enum):
     TIMEOUT = "TIMEOUT"
     CRASHED = "CRASHED"
     FLAGGED = "FLAGGED"
+    # The harness itself failed (it crashed, or the frozen baseline would not run beside the
+    # candidate): says nothing about the candidate, is never cached, and is checked again.
+    HARNESS_ERROR = "HARNESS_ERROR"
 
 
 class Timing(BaseModel):
@@ -31,10 +34,17 @@ class Timing(BaseModel):
     spread_ms: float  # interquartile range of the samples
     samples_ms: list[float]
     wall_ms_per_call: float | None = None  # the judge's own wall-clock cross-check
+    wall_host_ms_per_call: float | None = None  # ... and the host's time to queue a call there
     # Diagnostics the candidate's process reported per sample (not used to judge): the SM clock
     # after the sample (NVIDIA only) and how long the device may have waited on the host.
     sm_clock_mhz: list[int | None] = Field(default_factory=list)
     host_gap_ms: list[float] = Field(default_factory=list)
+    # The host's time to queue one call (median): beside the device time, not ranked on.
+    host_call_ms: float | None = None
+    # Samples in which the device reached the start event before the host had queued the call,
+    # even behind the longest gate (the call waits on the host, e.g. it synchronises itself):
+    # those samples include host time.
+    host_bound_samples: int = 0
 
 
 class WorkloadVerdict(BaseModel):
@@ -44,8 +54,14 @@ class WorkloadVerdict(BaseModel):
     max_rel_error: float | None = None
     tolerance: float | None = None
     timing: Timing | None = None
-    baseline_ms: float | None = None
+    baseline_ms: float | None = None  # the denominator of `speedup`
     speedup: float | None = None
+    # The frozen baseline timed again in this check, in its own process just before the
+    # candidate, under the same conditions; `baseline_ms` is then its median. The figure
+    # taken at freeze stays beside it, and a drift beyond both spreads is named in `drift`.
+    baseline_timing: Timing | None = None
+    frozen_baseline_ms: float | None = None
+    drift: str | None = None
 
     @model_validator(mode="after")
     def _fields_match_status(self) -> WorkloadVerdict:
@@ -68,6 +84,9 @@ class Verdict(BaseModel):
     output_tail: str = ""
     harness_seconds: float | None = None  # the harness's own cost, outside timed runs
     candidate_seconds: float | None = None  # time inside the candidate: loading it and its calls
+    # Where a check's time went, in the judge: the baseline's run beside the candidate, the
+    # candidate's process (its own time included), the reference and comparisons after it.
+    harness_phases: dict[str, float] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _overall_is_consistent(self) -> Verdict:

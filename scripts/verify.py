@@ -5,19 +5,29 @@ from __future__ import annotations
 
 import math
 import random
+import statistics
 
 from scripts import compare, protocol, timing
 from scripts.reference import Reference, load_outputs, nbytes
-from scripts.verdict import Status, WorkloadVerdict
+from scripts.verdict import Status, Timing, WorkloadVerdict
 
 _rng = random.SystemRandom()
 
 
 def verify_workload(
-    judge, index: int, wl, record: protocol.ChildWorkload, reference: Reference, root, markers, info
+    judge,
+    index: int,
+    wl,
+    record: protocol.ChildWorkload,
+    reference: Reference,
+    root,
+    markers,
+    info,
+    beside: protocol.ChildWorkload | str | None = None,
 ) -> WorkloadVerdict:
     """`judge` is the scripts.judge.Judge (request, seeds, spec, baseline); `root` the child's
-    results directory; `markers` its marker lines with arrival times; `info` the ArchInfo."""
+    results directory; `markers` its marker lines with arrival times; `info` the ArchInfo;
+    `beside` the frozen baseline's run in this check (or why it has none; None: not asked)."""
     req, seeds, tol_for = judge.req, judge.seeds[index], judge.spec.tolerance_for
 
     def verdict(status: Status, reason: str | None = None, **fields) -> WorkloadVerdict:
@@ -67,13 +77,9 @@ def verify_workload(
     wall = timing.wall_ms_per_call(markers, index, req.wall_blocks, record.wall_calls)
     if isinstance(wall, str):
         return verdict(Status.FLAGGED, wall, **checked)
-    measured = timing.summarize(samples, timing.clock_kind(reference.device), wall)
-    measured = measured.model_copy(
-        update={
-            "sm_clock_mhz": record.sm_clock_mhz[:count],
-            "host_gap_ms": record.host_gap_ms[:count],
-        }
-    )
+    clock = timing.clock_kind(reference.device)
+    host = timing.host_ms_per_call(markers, index, record.wall_calls)
+    measured = with_diagnostics(timing.summarize(samples, clock, wall, host), record, count)
     spec, dims = judge.spec, wl.dims
     moved = timing.bytes_needed(
         timing.evaluate(spec.extra.get("bytes"), dims), out_bytes, info.llc_bytes
@@ -83,6 +89,42 @@ def verify_workload(
     problem = timing.timing_problem(measured, floor)
     if problem:
         return verdict(Status.FLAGGED, problem, timing=measured, **checked)
-    base = judge.baseline.get(wl.name, {}).get("median_ms")
+    frozen = judge.baseline.get(wl.name, {})
+    base, fields = frozen.get("median_ms"), {"frozen_baseline_ms": frozen.get("median_ms")}
+    if isinstance(beside, str):
+        return verdict(Status.HARNESS_ERROR, beside, timing=measured, **checked, **fields)
+    if beside is not None:
+        now = with_diagnostics(timing.summarize(beside.samples_ms, clock, None), beside, count)
+        base = now.median_ms
+        fields.update(baseline_timing=now, drift=drift(now, frozen))
     speedup = base / measured.median_ms if base else None
-    return verdict(Status.PASSED, timing=measured, baseline_ms=base, speedup=speedup, **checked)
+    return verdict(
+        Status.PASSED, timing=measured, baseline_ms=base, speedup=speedup, **checked, **fields
+    )
+
+
+def with_diagnostics(t: Timing, record: protocol.ChildWorkload, count: int) -> Timing:
+    """The per-sample diagnostics the child reported (not judged), beside its samples."""
+    host = record.host_call_ms[:count]
+    return t.model_copy(
+        update={
+            "sm_clock_mhz": record.sm_clock_mhz[:count],
+            "host_gap_ms": record.host_gap_ms[:count],
+            "host_call_ms": statistics.median(host) if host else None,
+            "host_bound_samples": record.host_bound,
+        }
+    )
+
+
+def drift(now: Timing, frozen: dict) -> str | None:
+    """Named when the baseline now and at freeze differ by more than both their spreads."""
+    was = frozen.get("median_ms")
+    if not was:
+        return None
+    gap = abs(now.median_ms - was)
+    if gap <= now.spread_ms + (frozen.get("spread_ms") or 0.0):
+        return None
+    return (
+        f"the frozen baseline ran at {now.median_ms:.4g} ms beside the candidate, "
+        f"{now.median_ms / was:.3f}x its {was:.4g} ms at freeze (beyond both spreads)"
+    )

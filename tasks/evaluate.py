@@ -5,10 +5,19 @@ and answers with a Verdict; a wrong or hung kernel is a status there, never an e
 `Evaluator` is what searches and Discover receive as `check_fn`: it checks on the lane's
 device, saves every result under the lane directory, reports progress, and refuses to start
 a check once the role's deadline has passed.
+
+Within one run directory, a candidate is checked once: a verdict is kept under
+`checked/<identity>.json`, keyed by the candidate's sources, its environment, the check's
+settings and the frozen task, and Discover and every lane that meet the same candidate reuse
+it. Each identity also gets its own compiler cache (`compile-cache/<identity>/`), never shared
+with another candidate's source. A failure of the harness itself (HARNESS_ERROR) is checked
+once more with fresh interpreters, and is never kept for reuse.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -18,7 +27,7 @@ from prefect.cache_policies import NONE
 
 from tasks.agents import Deadline, DeadlineExceeded
 from tasks.models import CandidateRef, CandidateResult
-from tasks.run_store import LaneStore
+from tasks.run_store import LaneStore, code_version, write_json
 
 
 @task(name="evaluate", cache_policy=NONE, task_run_name="check {ref.name}")
@@ -29,19 +38,45 @@ def evaluate(
     timeout_s: float,
     samples: int | None,
     workdir: str,
+    cache_dir: str | None = None,
 ) -> CandidateResult:
     from scripts.check import check
+    from scripts.verdict import Status
 
-    verdict = check(
-        Path(task_dir),
-        Path(ref.path),
-        candidate_env=ref.env,
-        device_env=device_env,
-        timeout_s=timeout_s,
-        samples=samples,
-        workdir=Path(workdir),
-    )
+    def once(warm: bool):
+        return check(
+            Path(task_dir),
+            Path(ref.path),
+            candidate_env=ref.env,
+            device_env=device_env,
+            timeout_s=timeout_s,
+            samples=samples,
+            workdir=Path(workdir) / ("warm" if warm else "fresh"),
+            cache_dir=Path(cache_dir) if cache_dir else None,
+            warm=warm,
+        )
+
+    verdict = once(warm=True)
+    if verdict.status is Status.HARNESS_ERROR:  # the harness's fault: once more, from scratch
+        verdict = once(warm=False)
     return CandidateResult(candidate=ref, verdict=verdict)
+
+
+def identity(task_dir: Path, ref: CandidateRef, samples: int | None, timeout_s: float) -> str:
+    """What makes two checks the same check: the candidate's files (names and bytes), its
+    environment, the check's settings and the frozen task's manifest."""
+    h = hashlib.sha256()
+    path = Path(ref.path)
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    for f in files:
+        if "__pycache__" in f.parts:
+            continue
+        h.update(str(f.relative_to(path) if path.is_dir() else f.name).encode() + b"\0")
+        h.update(hashlib.sha256(f.read_bytes()).digest())
+    settings = {"env": ref.env, "samples": samples, "timeout_s": timeout_s, "code": code_version()}
+    h.update(json.dumps(settings, sort_keys=True).encode())
+    h.update((Path(task_dir) / "MANIFEST.json").read_bytes())
+    return h.hexdigest()[:24]
 
 
 def _dir_name(name: str) -> str:
@@ -65,6 +100,10 @@ class Evaluator:
         self.samples = samples
         self.log = log or store.log
         self.best: float | None = None
+        # Shared by Discover and every lane of the run: beside the frozen task of a run
+        # directory (runs/<op>-<hash>/task), else beside the lane's own directory.
+        task = Path(task_dir)
+        self.shared = task.parent if task.name == "task" else store.root
 
     def bind(self, deadline: Deadline) -> Callable[[CandidateRef], CandidateResult]:
         return lambda ref: self.check(ref, deadline)
@@ -75,14 +114,26 @@ class Evaluator:
             raise DeadlineExceeded(
                 f"the role's {deadline.seconds:g} s deadline passed before {ref.name} was checked"
             )
-        result = evaluate(
-            self.task_dir,
-            ref,
-            self.device_env,
-            min(self.check_timeout_s, remaining),
-            self.samples,
-            str(self.store.check_dir(_dir_name(ref.name))),
-        )
+        timeout_s = min(self.check_timeout_s, remaining)
+        key = identity(Path(self.task_dir), ref, self.samples, self.check_timeout_s)
+        kept = self.shared / "checked" / f"{key}.json"
+        result = None
+        if kept.is_file():
+            earlier = CandidateResult.model_validate_json(kept.read_text())
+            result = CandidateResult(candidate=ref, verdict=earlier.verdict)
+            self.log(f"{ref.name}: the same candidate was checked in this run already")
+        if result is None:
+            result = evaluate(
+                self.task_dir,
+                ref,
+                self.device_env,
+                timeout_s,
+                self.samples,
+                str(self.store.check_dir(_dir_name(ref.name))),
+                str(self.shared / "compile-cache" / key),
+            )
+            if result.verdict.status.value != "HARNESS_ERROR":
+                write_json(kept, result)
         count = self.store.save_candidate(result)
         v = result.verdict
         if v.passed and v.speedup is not None and ref.mode != "baseline":

@@ -3,7 +3,8 @@
 A candidate may win only if it passed every workload, its lane (or Discover) completed, the
 reviewer accepted it, and its overall speedup beats the baseline by more than the measured
 spread: speedup > 1 + margin, where margin is the mean over workloads of the candidate's
-relative interquartile range plus the frozen baseline's. When the accepted candidate does not
+relative interquartile range plus the frozen baseline's (its run beside the candidate in the
+same check, when the check timed one; else its figure from freeze). When the accepted candidate does not
 beat the spread, the next fastest of its lane whose timings hold up and that does beat it is
 eligible instead. No candidate may win by default:
 with no eligible candidate the original kernel is kept.
@@ -82,7 +83,11 @@ def margin(result: CandidateResult, base_spread: dict[str, float]) -> float | No
     for w in result.verdict.workloads:
         if w.timing is None or w.timing.median_ms <= 0:
             return None
-        parts.append(w.timing.spread_ms / w.timing.median_ms + base_spread.get(w.workload, 0.0))
+        base = w.baseline_timing  # timed beside the candidate: its own spread, else freeze's
+        spread = base.spread_ms / base.median_ms if base and base.median_ms > 0 else None
+        if spread is None:
+            spread = base_spread.get(w.workload, 0.0)
+        parts.append(w.timing.spread_ms / w.timing.median_ms + spread)
     return statistics.fmean(parts) if parts else None
 
 

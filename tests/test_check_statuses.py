@@ -88,13 +88,28 @@ def test_passed_verdict_carries_timing_speedup_and_costs(small_task, tmp_path):
         assert t.clock == "host" and t.sample_count == 5 == len(t.samples_ms)
         assert t.min_ms <= t.median_ms <= t.max_ms and t.spread_ms >= 0
         assert t.wall_ms_per_call > 0
-        assert w.baseline_ms == baseline[w.workload]["median_ms"]
+        # the frozen baseline was timed again beside the candidate: the speedup is that ratio,
+        # and the figure taken at freeze stays on record
+        assert w.baseline_timing.sample_count == 5
+        assert w.baseline_ms == w.baseline_timing.median_ms
+        assert w.frozen_baseline_ms == baseline[w.workload]["median_ms"]
         assert w.speedup == pytest.approx(w.baseline_ms / t.median_ms)
+        assert t.host_call_ms > 0
         assert 0 <= w.max_rel_error <= w.tolerance == 2e-5
     assert verdict.speedup > 0 and verdict.device == "cpu"
     assert verdict.harness_seconds > 0 and verdict.candidate_seconds > 0
     assert "hello from the candidate" in verdict.output_tail
     assert len(verdict.oracle_sha256) == 64
+
+
+def test_without_side_by_side_the_frozen_figure_is_the_denominator(small_task, tmp_path):
+    verdict = check(
+        small_task, write(tmp_path, "plain", source(f"return {RMS}")), side_by_side=False, **SMALL
+    )
+    baseline = json.loads((small_task / "baseline.json").read_text())["workloads"]
+    for w in verdict.workloads:
+        assert w.baseline_timing is None
+        assert w.baseline_ms == w.frozen_baseline_ms == baseline[w.workload]["median_ms"]
 
 
 def test_each_workload_gets_its_own_status(small_task, tmp_path):

@@ -108,6 +108,14 @@ def test_timing_problems_floor_and_wall_clock():
     assert "wall clock" in timing.timing_problem(hidden, floor=0.0)
     launch_bound = timing_of([0.005, 0.005, 0.005], wall=0.04, clock="cuda_event")
     assert timing.timing_problem(launch_bound, floor=0.0) is None  # within the launch allowance
+    # device time without the host's: a call the host takes 0.1 ms to queue runs 0.1 ms apart
+    host_bound = timing_of([0.02, 0.02, 0.02], wall=0.11, clock="cuda_event")
+    assert "wall clock" in timing.timing_problem(host_bound, floor=0.0)
+    host_bound = host_bound.model_copy(update={"wall_host_ms_per_call": 0.1})
+    assert timing.timing_problem(host_bound, floor=0.0) is None
+    # on the host clock the queueing time is the call itself: forged samples stay caught
+    forged = timing_of([0.001] * 3, wall=1.0).model_copy(update={"wall_host_ms_per_call": 1.0})
+    assert "wall clock" in timing.timing_problem(forged, floor=0.0)
 
 
 def test_floor_counts_bytes_and_flops():
@@ -139,6 +147,9 @@ def test_wall_clock_per_call_from_markers():
         markers + [("end 0 1", 30 * ms)], 0, blocks=2, calls=4
     )
     assert "missing" in timing.wall_ms_per_call(markers, 1, blocks=2, calls=4)
+    assert timing.host_ms_per_call(markers, 0, calls=4) is None
+    queued = markers + [("queued 0 0", 6 * ms), ("queued 0 1", 24 * ms)]
+    assert timing.host_ms_per_call(queued, 0, calls=4) == 1.0  # the faster block
 
 
 def test_wall_blocks_last_about_the_target():

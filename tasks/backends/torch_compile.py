@@ -61,7 +61,7 @@ class TorchCompile(Backend):
             return []
         out = []
         for name, kwargs in DISCOVER_MODES.items():
-            path = write_candidate(ctx, name, wrappers.compiled(ctx, entry, kwargs, name))
+            path = write_candidate(ctx, name, wrappers.compiled(ctx, entry, kwargs, self.name))
             out.append(
                 CandidateRef(
                     name=name,

@@ -1,0 +1,25 @@
+"""KernelBench style cross-entropy loss over (4096, 32768) fp32 logits (512 MB) with integer
+targets: log-softmax, gather and mean, which eager torch runs as several kernels."""
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, predictions: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.cross_entropy(predictions, targets)
+
+
+batch_size = 4096
+num_classes = 32768
+
+
+def get_inputs():
+    return [torch.randn(batch_size, num_classes), torch.randint(0, num_classes, (batch_size,))]
+
+
+def get_init_inputs():
+    return []

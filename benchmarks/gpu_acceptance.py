@@ -1,0 +1,332 @@
+"""GPU acceptance: the product's main path on a real GPU, against the field's reference timings.
+
+    python3 benchmarks/gpu_acceptance.py [--out DIR] [--commit SHA] [--deadline-s S] [PROBLEM ...]
+
+From the repository root on a GPU box with torch and triton (Prefect and pydantic as wheels:
+benchmarks/gpu_acceptance.md). For each KernelBench-format problem in benchmarks/acceptance/
+(default: all) it runs `bakeoff run PROBLEM --mode bakeoff --json` through the CLI, then, in the
+same process tree, triton's do_bench (median) on the very candidates the bake-off checked
+(eager, torch.compile default / max-autotune / coordinate descent), loaded as the harness loads
+them and reading the compiled code from the harness's caches. Then: identical code checked
+twice, ncu's kernel durations (--clock-control none) for a single-kernel candidate, and the GPU
+corpus (streams, illegal access, out of memory). It prints one table, writes
+benchmarks/results/gpu_acceptance.json (commit, device, aims, rows) and exits 1 when an aim is
+missed. Work not reached before the deadline counts as missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PROBLEMS = ROOT / "benchmarks" / "acceptance"
+ORDER = (
+    "layernorm",
+    "cross_entropy",
+    "sum_reduction",
+    "gemm_bias_gelu",
+    "conv_relu_bias",
+    "softmax_small",
+)
+RESULT = ROOT / "benchmarks" / "results" / "gpu_acceptance.json"
+# do_bench peers of a bake-off's candidates, by the name the bake-off gave them
+PEER_KINDS = {
+    "baseline": "eager",
+    "torch-eager": "eager",
+    "torch-compile-default": "compile default",
+    "torch-compile-max-autotune": "max-autotune",
+    "torch-compile-coordinate-descent": "compile coordinate descent",
+}
+SINGLE_KERNEL = ("sum_reduction", "baseline", "reduce_kernel")  # problem, candidate, kernel
+
+
+def sh(argv, timeout, **kw) -> tuple[int, str, float]:
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=ROOT, **kw)
+        out, rc = p.stdout + p.stderr, p.returncode
+    except subprocess.TimeoutExpired as exc:
+        out, rc = f"{exc.stdout or ''}{exc.stderr or ''}\n(timed out after {timeout:.0f} s)", 124
+    return rc, out if isinstance(out, str) else out.decode(errors="replace"), time.monotonic() - t0
+
+
+def checked(run_dir: Path) -> list[dict]:
+    """Every distinct check of a bake-off (tasks.evaluate keeps one per candidate identity)."""
+    rows = []
+    for path in sorted((run_dir / "checked").glob("*.json")):
+        data = json.loads(path.read_text())
+        ref, v = data["candidate"], data["verdict"]
+        wls = v.get("workloads") or []
+        timed = [w for w in wls if w.get("timing")]
+        rows.append(
+            {
+                "name": ref["name"],
+                "path": ref["path"],
+                "cache": str(run_dir / "compile-cache" / path.stem),
+                "status": v["status"],
+                "reason": (v.get("reason") or "")[:300],
+                "harness_ms": statistics.median(w["timing"]["median_ms"] for w in timed)
+                if timed
+                else None,
+                "host_call_ms": (timed[0]["timing"].get("host_call_ms") if timed else None),
+                "host_bound": sum(w["timing"].get("host_bound_samples", 0) for w in timed),
+                "beside_ms": (timed[0].get("baseline_ms") if timed else None),
+                "frozen_ms": (timed[0].get("frozen_baseline_ms") if timed else None),
+                "speedup": v.get("speedup"),
+                "overhead_s_per_workload": (v.get("harness_seconds") or 0.0) / max(1, len(wls)),
+                "candidate_s": v.get("candidate_seconds"),
+                "phases": v.get("harness_phases"),
+            }
+        )
+    return rows
+
+
+def peers(task: Path, rows: list[dict], timeout: float) -> dict[str, float]:
+    items = ["baseline=baseline"]
+    items += [f"{r['name']}={r['path']}@{r['cache']}" for r in rows if r["name"] in PEER_KINDS]
+    items = list(dict.fromkeys(items))
+    rc, out, _ = sh(
+        [sys.executable, "-m", "benchmarks.acceptance_peers", str(task), *items], timeout
+    )
+    found = {}
+    for line in out.splitlines():
+        if line.startswith('{"peer"'):  # candidates may print lines of their own
+            d = json.loads(line)
+            found[d["peer"]] = d["do_bench_ms"]
+    if rc != 0:
+        print(f"  do_bench peers: exit {rc}: {out[-800:]}", flush=True)
+    return found
+
+
+def ncu_kernel_ms(task: Path, kernel: str, timeout: float) -> float | None:
+    argv = ["ncu", "--clock-control", "none", "--metrics", "gpu__time_duration.sum", "--csv"]
+    argv += ["--print-units", "base", "-k", f"regex:{kernel}", "--launch-skip", "2"]
+    argv += [sys.executable, "-m", "benchmarks.acceptance_peers", str(task), "--loop", "8"]
+    rc, out, _ = sh(argv, timeout)
+    values = []
+    for line in out.splitlines():
+        cells = [c.strip('"') for c in line.split('","')]
+        if len(cells) > 3 and cells[-3] == "gpu__time_duration.sum":
+            values.append(float(cells[-1].replace(",", "")) / 1e6)  # ns -> ms
+    if not values:
+        print(f"  ncu: exit {rc}: {out[-800:]}", flush=True)
+    return statistics.median(values) if values else None
+
+
+def check_twice(task: Path, candidate: str, timeout: float) -> list[float]:
+    medians = []
+    for _ in range(2):
+        argv = [sys.executable, "-m", "flows.cli", "check", str(task), candidate, "--json"]
+        rc, out, _ = sh(argv, timeout)
+        line = next((x for x in out.splitlines()[::-1] if x.startswith("{")), None)
+        if line is None:
+            print(f"  check: exit {rc}: {out[-800:]}", flush=True)
+            return medians
+        v = json.loads(line)
+        medians.append(v["workloads"][0]["timing"]["median_ms"] if v["status"] == "PASSED" else 0)
+    return medians
+
+
+def aim(aims: dict, name: str, target: str, value, met: bool) -> None:
+    aims[name] = {"target": target, "value": value, "met": bool(met)}
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("problems", nargs="*", default=list(ORDER))
+    ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/gpu_acceptance"))
+    ap.add_argument("--commit", default=os.environ.get("BAKEOFF_COMMIT", ""))
+    ap.add_argument("--deadline-s", type=float, default=520.0)
+    ap.add_argument("--budget", type=int, default=2, help="candidates per search lane")
+    ap.add_argument(
+        "--reserve-s", type=float, default=120.0, help="kept for the checks after the bake-offs"
+    )
+    args = ap.parse_args(argv)
+    try:
+        import prefect  # noqa: F401
+        import pydantic  # noqa: F401
+        import torch
+    except ImportError as exc:
+        print(
+            f"gpu_acceptance: {exc}: install the wheels first (gpu_acceptance.md)", file=sys.stderr
+        )
+        return 2
+
+    start = time.monotonic()
+    left = lambda: args.deadline_s - (time.monotonic() - start)  # noqa: E731
+    out = Path(args.out)
+    (out / "runs").mkdir(parents=True, exist_ok=True)
+    props = torch.cuda.get_device_properties(0)
+    device = {
+        "name": props.name,
+        "arch": f"sm_{props.major}{props.minor}",
+        "torch": torch.__version__,
+        "triton": __import__("triton").__version__,
+    }
+    print(f"device {device}; commit {args.commit or 'unknown'}", flush=True)
+    problems, rows, runs = [], [], {}
+    for name in args.problems:
+        if left() < 90 + args.reserve_s:
+            problems.append({"problem": name, "reached": False})
+            continue
+        run_dir = out / "runs" / name
+        argv = [sys.executable, "-m", "flows.cli", "run", str(PROBLEMS / f"{name}.py")]
+        argv += ["--mode", "bakeoff", "--json", "--run-dir", str(run_dir)]
+        argv += ["--budget", str(args.budget)]
+        rc, text, wall = sh(argv, max(60.0, left() - args.reserve_s))
+        (out / f"{name}.log").write_text(text)
+        report = json.loads((run_dir / "report.json").read_text()) if rc == 0 else None
+        checks = checked(run_dir)
+        bench = peers(run_dir / "task", checks, max(30.0, min(240.0, left() - 20)))
+        for r in checks:
+            r["problem"] = name
+            r["kind"] = PEER_KINDS.get(r["name"], "")
+            r["do_bench_ms"] = bench.get(r["name"])
+            if r["harness_ms"] and r["do_bench_ms"]:
+                r["ratio"] = r["harness_ms"] / r["do_bench_ms"]
+        rows += checks
+        winner = report["winner"] if report else None
+        best_peer = min(bench.values()) if bench else None
+        win_row = next((r for r in checks if winner and r["name"] == winner["name"]), None)
+        entry = {
+            "problem": name,
+            "reached": True,
+            "exit": rc,
+            "wall_s": wall,
+            "winner": winner["name"] if winner else None,
+            "winner_speedup": winner["speedup"] if winner else None,
+            "winner_ms": win_row["harness_ms"] if win_row else None,
+            "winner_do_bench_ms": win_row["do_bench_ms"] if win_row else None,
+            "eager_do_bench_ms": bench.get("baseline"),
+            "best_peer_do_bench_ms": best_peer,
+        }
+        problems.append(entry)
+        runs[name] = run_dir
+        print(f"  {name}: exit {rc}, {wall:.0f} s, winner {entry['winner']}", flush=True)
+    twice = []
+    for name in ("cross_entropy", "layernorm"):
+        eager = next((r for r in rows if r["problem"] == name and r["name"] == "baseline"), None)
+        if eager and left() > 60:
+            medians = check_twice(runs[name] / "task", eager["path"], min(120.0, left() - 30))
+            twice.append({"problem": name, "medians_ms": medians})
+    ncu_ms = None
+    p, cand, kernel = SINGLE_KERNEL
+    single = next((r for r in rows if r["problem"] == p and r["name"] == cand), None)
+    if single and left() > 45:
+        ncu_ms = ncu_kernel_ms(runs[p] / "task", kernel, min(90.0, left() - 20))
+    corpus_rc, corpus_out = None, ""
+    if left() > 40:
+        argv = [sys.executable, "-m", "pytest", "-q", "-x", "tests/test_check_gpu.py"]
+        argv += ["-k", "gpu_only or unjoined", "-p", "no:cacheprovider"]
+        corpus_rc, corpus_out, _ = sh(argv, min(200.0, left() - 10))
+        (out / "corpus.log").write_text(corpus_out)
+    aims = judge(rows, problems, twice, single, ncu_ms, corpus_rc)
+    record = {
+        "commit": args.commit,
+        "device": device,
+        "aims": aims,
+        "rows": rows,
+        "problems": problems,
+        "identical_twice": twice,
+        "ncu": {"candidate": f"{p}/{cand}", "kernel_ms": ncu_ms},
+        "corpus": corpus_out.strip().splitlines()[-1:] if corpus_out else [],
+        "seconds": time.monotonic() - start,
+    }
+    text = json.dumps(record, indent=1, default=str)
+    (out / "gpu_acceptance.json").write_text(text)
+    RESULT.parent.mkdir(parents=True, exist_ok=True)
+    RESULT.write_text(text + "\n")
+    print_table(rows, problems, twice, aims)
+    return 0 if all(a["met"] for a in aims.values()) else 1
+
+
+def judge(rows, problems, twice, single, ncu_ms, corpus_rc) -> dict:
+    aims: dict = {}
+    reached = [p for p in problems if p["reached"] and p["exit"] == 0]
+    broken = [f"{r['problem']}/{r['name']}" for r in rows if r["status"] == "HARNESS_ERROR"]
+    crashed = [f"{r['problem']}/{r['name']}" for r in rows if r["status"] in ("CRASHED",)]
+    unreached = [p["problem"] for p in problems if not p["reached"] or p.get("exit") != 0]
+    aim(aims, "every candidate kind runs", "no harness failure, no crash, every problem done",
+        {"harness_errors": broken, "crashed": crashed, "not_done": unreached},
+        not broken and not crashed and not unreached)  # fmt: skip
+    for lo, hi, bound in ((0.1, float("inf"), 0.03), (0.01, 0.1, 0.05)):
+        worst = [
+            abs(r["ratio"] - 1)
+            for r in rows
+            if r.get("ratio") and lo <= (r["do_bench_ms"] or 0) < hi
+        ]
+        label = ">= 100 us" if hi == float("inf") else "10-100 us"
+        aim(aims, f"device time vs do_bench ({label})", f"within {bound:.0%}",
+            max(worst) if worst else None, bool(worst) and max(worst) <= bound)  # fmt: skip
+    if single and ncu_ms:
+        gap = abs(single["harness_ms"] / ncu_ms - 1)
+        aim(aims, "device time vs ncu (single kernel)", "within 3%", gap, gap <= 0.03)
+    else:
+        aim(aims, "device time vs ncu (single kernel)", "within 3%", None, False)
+    spreads = [abs(t["medians_ms"][0] / t["medians_ms"][1] - 1) for t in twice if len(t["medians_ms"]) == 2 and all(t["medians_ms"])]  # fmt: skip
+    aim(aims, "identical code in two checks", "within 1%", max(spreads) if spreads else None,
+        bool(spreads) and max(spreads) <= 0.01)  # fmt: skip
+    slower, disagree = [], []
+    for p in reached:
+        best = p["best_peer_do_bench_ms"]
+        mine = p["winner_do_bench_ms"] or p["eager_do_bench_ms"]
+        if best and mine and mine > best * 1.03:
+            slower.append(f"{p['problem']}: {mine:.4g} vs {best:.4g} ms")
+        if p["winner"] and p["winner_do_bench_ms"] and p["eager_do_bench_ms"]:
+            theirs = p["eager_do_bench_ms"] / p["winner_do_bench_ms"]
+            if abs(p["winner_speedup"] / theirs - 1) > 0.03:
+                disagree.append(f"{p['problem']}: {p['winner_speedup']:.3f}x vs {theirs:.3f}x")
+    aim(aims, "winner not slower than the best peer", "within 3% (do_bench)", slower,
+        bool(reached) and not slower)  # fmt: skip
+    aim(
+        aims,
+        "winner's speedup vs do_bench's",
+        "within 3%",
+        disagree,
+        bool(reached) and not disagree,
+    )
+    overhead = [r["overhead_s_per_workload"] for r in rows if r["status"] == "PASSED"]
+    aim(aims, "harness overhead per candidate-workload", "<= 1.5 s (median; max beside)",
+        {"median": statistics.median(overhead), "max": max(overhead)} if overhead else None,
+        bool(overhead) and statistics.median(overhead) <= 1.5)  # fmt: skip
+    walls = [p["wall_s"] for p in reached]
+    aim(aims, "whole bake-off of one problem", "< 180 s", max(walls) if walls else None,
+        bool(walls) and max(walls) < 180)  # fmt: skip
+    aim(aims, "GPU corpus (streams, illegal access, OOM)", "passes", corpus_rc, corpus_rc == 0)
+    return aims
+
+
+def print_table(rows, problems, twice, aims) -> None:
+    print("\n| problem | candidate | status | harness ms | do_bench ms | ratio | host ms/call | overhead s/wl |")  # fmt: skip
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    f = lambda v, p=4: "-" if v is None else f"{v:.{p}g}"  # noqa: E731
+    for r in rows:
+        print(f"| {r['problem']} | {r['name']} | {r['status']} | {f(r['harness_ms'])} | "
+              f"{f(r.get('do_bench_ms'))} | {f(r.get('ratio'))} | {f(r['host_call_ms'], 3)} | "
+              f"{f(r['overhead_s_per_workload'], 3)} |")  # fmt: skip
+    print("\n| problem | wall s | winner | speedup | winner do_bench ms | best peer do_bench ms |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for p in problems:
+        if not p["reached"]:
+            print(f"| {p['problem']} | not reached | | | | |")
+            continue
+        print(f"| {p['problem']} | {p['wall_s']:.0f} | {p['winner'] or 'none (kept)'} | "
+              f"{f(p['winner_speedup'])} | {f(p['winner_do_bench_ms'])} | "
+              f"{f(p['best_peer_do_bench_ms'])} |")  # fmt: skip
+    for t in twice:
+        print(f"identical code twice, {t['problem']}: {t['medians_ms']} ms")
+    print("\n| aim | target | value | met |")
+    print("| --- | --- | --- | --- |")
+    for name, a in aims.items():
+        print(f"| {name} | {a['target']} | {a['value']} | {'yes' if a['met'] else 'NO'} |")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
