@@ -85,10 +85,6 @@ def validate(req: BakeoffRequest) -> BakeoffRequest:
         raise BadInput("cpu_slots", f"must be at least 1, got {req.cpu_slots}")
     if req.agent_retries is not None and req.agent_retries < 0:
         raise BadInput("agent_retries", f"must be 0 or more, got {req.agent_retries}")
-    if req.target_language is not None and mode != "author":
-        raise BadInput("target_language", f"applies only to --mode author (this is --mode {mode})")
-    if req.backends and mode != "bakeoff":
-        raise BadInput("backends", f"applies only to --mode bakeoff (this is --mode {mode})")
     known = _languages()
     backends = None
     if req.backends is not None:
@@ -96,6 +92,10 @@ def validate(req: BakeoffRequest) -> BakeoffRequest:
     target = req.target_language
     if target is not None:
         target = _known_language("target_language", target, known)
+    if req.target_language is not None and mode != "author":
+        raise BadInput("target_language", f"applies only to --mode author (this is --mode {mode})")
+    if backends and mode != "bakeoff":
+        raise BadInput("backends", f"applies only to --mode bakeoff (this is --mode {mode})")
     if not Path(req.kernel_path).exists():
         raise BadInput(req.kernel_path, "no such file or directory")
     if req.dispatch == "local":
