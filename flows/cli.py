@@ -238,8 +238,17 @@ STOPPED = "stopped; run the same command to resume"
 def _stopped(command: str) -> int:
     """Ctrl-C: one line, and out at once. Threads still writing (a lane, Prefect's server) die
     with the process; what they finished is on disk, and the same command reuses it."""
+    import signal
+
+    from scripts.sandbox import descendants
+
     print(f"\nbakeoff {command}: {STOPPED}", file=sys.stderr, flush=True)
     sys.stdout.flush()
+    for pid in descendants(os.getpid()):  # Prefect's server, the fork server: ours, and holding
+        try:  # our stdout; they would outlive us (an exit this abrupt skips their shutdown)
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
+            pass
     os._exit(130)
 
 

@@ -71,7 +71,7 @@ def test_full_run_overlaps_lanes_reports_and_second_run_reuses(tmp_path, env):
     result = json.loads(first.stdout)
 
     assert [lane["key"] for lane in result["lanes"]][0] == "torch"
-    assert all(lane["status"] == "completed" for lane in result["lanes"])
+    assert all(lane["status"] == "completed" for lane in result["lanes"]), result["lanes"]
     assert set(result["baseline_ms"]) == {"tokens_256", "tokens_1k"}
     assert result["candidates"] and all(
         {"language", "mode", "status", "speedup", "speedups", "path"} <= set(c)
