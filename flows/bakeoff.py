@@ -19,8 +19,8 @@ from __future__ import annotations
 import contextvars
 import shutil
 import sys
+import threading
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -28,10 +28,11 @@ from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
 from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
+from flows import phases
 from flows.discover import discover
 from flows.freeze import freeze
 from flows.lane import LaneStarts, lane, lane_store
-from flows.report import report
+from flows.report import publish, report
 from tasks.agents import check_agents
 from tasks.request import BakeoffRequest, resolve_lanes, validate
 from tasks.results import LaneConfig, LaneResult, Report
@@ -179,32 +180,49 @@ def _configs(req: BakeoffRequest, frozen, specs, run_root: Path, attempt: str):
     ]
 
 
-def _run_lanes(req: BakeoffRequest, configs: list[LaneConfig], logger) -> list[LaneResult]:
-    """Every lane's result, in order: reused ones as they were, the others run now."""
+def _reusable(req: BakeoffRequest, configs: list[LaneConfig], logger) -> dict:
+    """Lane key -> the completed result of an earlier run to reuse, or None."""
     reused = {c.lane.key: None if req.fresh else reuse(c) for c in configs}
     for key, found in reused.items():
         if found is not None:
             logger.info(f"lane {key}: reusing the completed result of an earlier run")
+    return reused
+
+
+def _run_lanes(req: BakeoffRequest, configs: list[LaneConfig], reused: dict) -> list[LaneResult]:
+    """Every lane's result, in order: reused ones as they were, the others run now."""
     to_run = [c for c in configs if reused[c.lane.key] is None]
     starts = LaneStarts(len(to_run))
     # Plain threads, each with this flow run's context, so every lane is a subflow of it. A
     # Prefect task around each lane would add a burst of task-run writes just as the lane
     # subflows are created, which the embedded SQLite server answers with 2 s retries.
-    workers = max(1, min(len(to_run), MAX_LANES_AT_ONCE))
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lane") as pool:
-        futures = [
-            pool.submit(
-                contextvars.copy_context().run,
-                run_lane,
-                c,
-                req.dispatch,
-                req.lane_deployment,
-                starts,
-            )
-            for c in to_run
-        ]
-        ran = {c.lane.key: f.result() for c, f in zip(to_run, futures)}
-    return [reused[c.lane.key] or ran[c.lane.key] for c in configs]
+    # Daemon threads: a SIGTERM or Ctrl-C ends this process at once, never held up by lanes
+    # still running (an executor's threads would be joined at exit, for as long as a lane takes).
+    ran: dict[str, LaneResult] = {}
+    slots = threading.BoundedSemaphore(MAX_LANES_AT_ONCE)
+
+    def one(config: LaneConfig) -> None:
+        with slots:
+            ran[config.lane.key] = run_lane(config, req.dispatch, req.lane_deployment, starts)
+
+    threads = [
+        threading.Thread(
+            target=contextvars.copy_context().run,
+            args=(one, c),
+            name=f"lane-{c.lane.key}",
+            daemon=True,
+        )
+        for c in to_run
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        while t.is_alive():
+            t.join(0.5)  # short waits: a signal's handler runs in this thread between them
+    return [
+        reused[c.lane.key] or ran.get(c.lane.key) or _failed(c, "the lane's thread ended early")
+        for c in configs
+    ]
 
 
 @flow(name="bakeoff", flow_run_name=_run_name)
@@ -238,18 +256,30 @@ def bakeoff(
     params = {k: v for k, v in locals().items() if k in BakeoffRequest.model_fields}
     req = validate(BakeoffRequest(**{**params, "agents": agents or {}}))
     check_agents(req.agents)
-    run_root = Path(req.run_dir or default_run_dir(Path(kernel_path), Path(runs_root))).resolve()
+    from scripts.isolation import warning
+
+    if unsafe := warning():
+        logger.warning(unsafe)
+    run_root = req.run_dir or default_run_dir(
+        Path(kernel_path), Path(runs_root), req.mode, req.target_language
+    )
+    run_root = Path(run_root).resolve()
     store = RunStore(run_root)
     attempt = str(flow_run.id or uuid.uuid4())
+    previous = store.progress()
+    if previous.get("phase") == "starting":  # `bakeoff run` marked it: the one before counts
+        previous = previous.get("previous") or {}
     store.set_phase("freeze", reset=True, attempt=attempt, mode=req.mode, lanes=[])
     if req.fresh:  # verdicts kept for reuse within the run directory (tasks.evaluate)
         shutil.rmtree(run_root / "checked", ignore_errors=True)
     with subflows_without_heartbeats():
         frozen = freeze(str(Path(kernel_path).resolve()), str(store.task_dir), req.pool)
+        logger.info(phases.frozen_line(frozen))
         discovered, warnings = None, []
         if req.mode == "bakeoff":
             store.set_phase("discover")
             discovered = _discover(req, frozen, run_root, warnings)
+            logger.info(phases.discover_line(discovered))
         specs, plan_warnings = resolve_lanes(
             frozen.language,
             req.mode,
@@ -267,7 +297,13 @@ def bakeoff(
             f"{len(configs)} lane(s): " + ", ".join(f"{c.lane.key}:{c.lane.mode}" for c in configs)
         )
         store.set_phase("lanes", lanes=[c.lane.key for c in configs])
-        results = _run_lanes(req, configs, logger)
+        reused = _reusable(req, configs, logger)
+        said = phases.resumed_line(previous, attempt, [k for k, v in reused.items() if v])
+        if said:
+            logger.info(said)
+        results = _run_lanes(req, configs, reused)
+        for result in results:
+            logger.info(phases.lane_line(result))
         store.set_phase("report")
         final = report(
             str(kernel_path),
@@ -279,13 +315,24 @@ def bakeoff(
             discovered,
             warnings,
             history_url,
+            publish_artifacts=False,
         )
+    publish(final, scope=artifact_scope())  # on this run, the one a user opens
+    logger.info(phases.winner_line(final))
     if apply_to_original:  # the winner onto a new branch of the input's repository
         from tasks.apply.hook import apply_and_record
 
         apply_and_record(final, discovered, logger)
     store.set_phase("done", report=final.report_path)
     return final
+
+
+def artifact_scope() -> str:
+    """The deployment this run belongs to (its own, or the nightly one that started it), else
+    `cli`: each keeps its own artifact history."""
+    from prefect.runtime import deployment
+
+    return deployment.name or "cli"
 
 
 if __name__ == "__main__":

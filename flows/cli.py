@@ -1,4 +1,8 @@
-"""`bakeoff` command line. Commands import lazily so `freeze` and `check` never load Prefect."""
+"""kernel-bakeoff: freeze a GPU kernel into an immutable oracle, race implementations of its op
+in several languages against it, check and time every candidate in an isolated harness, and
+report the fastest verified one (or keep the original when nothing beats it beyond noise)."""
+
+# Commands import lazily, so `freeze` and `check` never load Prefect.
 
 from __future__ import annotations
 
@@ -26,6 +30,9 @@ def _prepare_device_env() -> None:
 def cmd_freeze(args) -> int:
     from scripts import sizes
     from scripts.freeze import freeze, load_task
+
+    if not args.json and sys.stderr.isatty():  # the baseline's check can take a minute
+        print(f"freezing {args.kernel_path}: checking and timing the baseline", file=sys.stderr)
 
     task = freeze(
         Path(args.kernel_path),
@@ -185,7 +192,11 @@ COMMANDS = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="bakeoff", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="bakeoff",
+        description=__doc__,
+        epilog="Every command takes --help. Bad input: one line, exit status 2.",
+    )
     parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -265,11 +276,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+STOPPED = "stopped; run the same command to resume"
+
+
+def _stopped(command: str) -> int:
+    """Ctrl-C: one line, and out at once. Threads still writing (a lane, Prefect's server) die
+    with the process; what they finished is on disk, and the same command reuses it."""
+    import signal
+
+    from scripts.sandbox import descendants
+
+    print(f"\nbakeoff {command}: {STOPPED}", file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    for pid in descendants(os.getpid()):  # Prefect's server, the fork server: ours, and holding
+        try:  # our stdout; they would outlive us (an exit this abrupt skips their shutdown)
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
+            pass
+    os._exit(130)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     _prepare_device_env()
     try:
         return COMMANDS[args.command](args)
+    except KeyboardInterrupt:
+        if args.debug:
+            traceback.print_exc()
+        return _stopped(args.command)
     except BadInput as exc:
         if args.debug:
             traceback.print_exc()

@@ -16,7 +16,7 @@ from prefect import flow, get_run_logger
 from flows.lane import review
 from tasks.agents import ask
 from tasks.backends import languages
-from tasks.evaluate import Evaluator
+from tasks.discover_resume import ResumingEvaluator, finished_checks
 from tasks.gpu_pool import DevicePool
 from tasks.results import DiscoverOutcome, PoolConfig
 from tasks.run_store import LaneStore, code_version, read_json, task_identity, write_json
@@ -58,6 +58,9 @@ def discover(
     if earlier and not fresh and earlier.get("cache_key") == key:
         logger.info("reusing Discover's outcome from an earlier run with the same key")
         return DiscoverOutcome.model_validate(earlier).model_copy(update={"reused": True})
+    kept = {} if fresh else finished_checks(store, key)  # a Discover killed half-way
+    if kept:
+        logger.info(f"resuming Discover: {len(kept)} finished check(s) of the interrupted run kept")
     store.clear()
     outcome_path.unlink(missing_ok=True)
     spec = json.loads((Path(task_dir) / "spec.json").read_text())
@@ -65,7 +68,9 @@ def discover(
     device_pool = DevicePool.from_config(pool or PoolConfig())
     with device_pool.lease(f"discover {op}") as lease:
         logger.info(f"measuring existing implementations on {lease.device}")
-        evaluator = Evaluator(Path(task_dir), store, lease.env, check_timeout_s, samples)
+        evaluator = ResumingEvaluator(
+            Path(task_dir), store, lease.env, check_timeout_s, samples, earlier=kept, key=key
+        )
         plan = ask(
             "planner",
             inputs={

@@ -27,6 +27,7 @@ from tasks.agents import RoleFailed, ask, responder_for
 from tasks.agents.settings import NO_MODEL
 from tasks.evaluate import Evaluator
 from tasks.gpu_pool import DevicePool
+from tasks.lane_status import settle
 from tasks.render import render
 from tasks.results import LaneConfig, LaneResult, Lease
 from tasks.roles_default import MIN_SAMPLES, max_relative_spread
@@ -272,7 +273,8 @@ def lane(config: LaneConfig) -> LaneResult:
                 "a re-run checks them again"
             )
         else:
-            result.status, result.reason = "completed", ""
+            result.finished = now()
+            settle(result, config)  # completed, cut by --lane-timeout, or no candidate at all
     except LaneSkipped as exc:
         result.status, result.reason = "skipped", str(exc)
     except RoleFailed as exc:

@@ -28,7 +28,7 @@ from rich.table import Table
 from tasks.freezing import freeze_isolated
 from tasks.request import BakeoffRequest, validate
 from tasks.results import Report
-from tasks.run_store import RunStore, default_run_dir
+from tasks.run_store import LaneStore, RunStore, default_run_dir
 
 POLL_S = 0.25
 
@@ -79,7 +79,12 @@ class LaneRows:
     def refresh(self) -> None:
         run = self.store.progress()
         phase = run.get("phase", "freeze")
-        self.progress.update(self.phase, description=f"[bold]{phase}", state="")
+        state = ""
+        if phase == "discover":  # its checks, as they finish, and the one under way
+            info = LaneStore(self.store.discover_dir).read_progress()
+            done, now_checking = info.get("evaluated") or 0, info.get("current")
+            state = f"{done} checked" + (f", checking {now_checking}" if now_checking else "")
+        self.progress.update(self.phase, description=f"[bold]{phase}", state=state)
         for key in run.get("lanes", []):
             info = self.store.lane(key).read_progress()
             if info.get("attempt") != run.get("attempt"):
@@ -154,15 +159,36 @@ def _print_extras(console, report: Report, req: BakeoffRequest) -> None:
 
 def run(request: BakeoffRequest, as_json: bool = False, debug: bool = False) -> int:
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("DO_NOT_TRACK", "1")  # else Prefect prints its usage notice mid-display
     if not debug:  # the display and the UI carry what Prefect would print on the console
         os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
     req = validate(request)
-    run_dir = Path(req.run_dir or default_run_dir(Path(req.kernel_path), Path(req.runs_root)))
+    run_dir = Path(
+        req.run_dir
+        or default_run_dir(
+            Path(req.kernel_path), Path(req.runs_root), req.mode, req.target_language
+        )
+    )
     run_dir = run_dir.resolve()
     console = Console(stderr=as_json)
     if not console.is_terminal:
         console.width = 140  # a log file or a pipe: room for the ranking table
-    with console.status(f"freezing {req.kernel_path}"):
+    from scripts.isolation import warning
+
+    unsafe = warning()  # candidates could read this user's processes' environment
+    if unsafe:
+        console.print(f"[bold red]{unsafe}[/]")
+    freezing = Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
+    with freezing:  # checking and timing the baseline: seconds, a minute or more for big ones
+        freezing.add_task(
+            f"freezing {req.kernel_path}: checking and timing the baseline", total=None
+        )
         freeze_isolated(Path(req.kernel_path), run_dir / "task", req.pool)
     from tasks.agents import check_agents  # first Prefect import: the request is good by now
 
@@ -171,7 +197,14 @@ def run(request: BakeoffRequest, as_json: bool = False, debug: bool = False) -> 
     out: dict = {}
     worker = threading.Thread(target=_run_flow, args=(params, out), name="bakeoff", daemon=True)
     store = RunStore(run_dir)
-    store.set_phase("starting", reset=True)
+    earlier = store.progress()  # how an earlier run of this directory ended: said if resumed
+    earlier = earlier.get("previous", earlier) if earlier.get("phase") == "starting" else earlier
+    store.set_phase("starting", reset=True, previous=earlier)
+    if earlier.get("phase") not in (None, "done") and not req.fresh:
+        console.print(
+            f"resuming: the last run here stopped in phase {earlier['phase']!r}; "
+            "lanes that finished are reused"
+        )
     columns = (
         SpinnerColumn(),
         TextColumn("{task.description:<22}"),

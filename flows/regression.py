@@ -206,7 +206,9 @@ def _bakeoff(entry: dict, night: Path, gpu_ids, gpu_mode, agents, url, logger) -
         logger.error(f"{entry['kernel_path']}: {out['reason']}")
         return out
     done = sum(lane.status == "completed" for lane in rep.lanes)
-    out.update(lanes=f"{done}/{len(rep.lanes)} completed", report=rep.report_path)
+    cut = sum(lane.status == "cut" for lane in rep.lanes)
+    said = f"{done}/{len(rep.lanes)} completed" + (f", {cut} cut by time" if cut else "")
+    out.update(lanes=said, report=rep.report_path)
     if rep.winner:
         out.update(winner=f"{rep.winner.name} ({rep.winner.language})", speedup=rep.winner.speedup)
     return out

@@ -21,16 +21,17 @@ from prefect.artifacts import (
 
 from scripts import manifest
 from tasks import report_html
-from tasks.ranking import baseline_stats, rank
+from tasks.ranking import baseline_stats, measurement, rank
 from tasks.render import render
 from tasks.results import DiscoverOutcome, LaneResult, Report
 from tasks.run_store import write_json
 from tasks.store import history
 
 
-def artifact_key(kernel: str, what: str) -> str:
-    """Prefect artifact keys allow lowercase letters, digits and dashes only."""
-    slug = re.sub(r"[^a-z0-9-]+", "-", kernel.lower()).strip("-") or "kernel"
+def artifact_key(kernel: str, what: str, scope: str = "") -> str:
+    """Prefect artifact keys allow lowercase letters, digits and dashes only. `scope` (the
+    deployment, or `cli`) keeps each deployment's history apart."""
+    slug = re.sub(r"[^a-z0-9-]+", "-", f"{kernel}-{scope}".lower()).strip("-") or "kernel"
     return f"bakeoff-{slug}-{what}"
 
 
@@ -47,6 +48,30 @@ def table_rows(report: Report) -> list[dict]:
     return rows
 
 
+def publish(result: Report, scope: str = "") -> None:
+    """The report, the candidate table and the run directory as artifacts of the current run."""
+    kernel, mode, run_dir = result.kernel, result.mode, result.run_dir
+    markdown = Path(result.report_path).read_text()
+    what = f"{kernel} {mode}"
+    create_markdown_artifact(markdown, key=artifact_key(kernel, "report", scope), description=what)
+    create_table_artifact(
+        table_rows(result), key=artifact_key(kernel, "candidates", scope), description=what
+    )
+    if result.html_path and Path(result.html_path).is_file():
+        create_link_artifact(
+            Path(result.html_path).resolve().as_uri(),
+            link_text="report.html",
+            key=artifact_key(kernel, "report-html", scope),
+            description="the report in pictures: speedups, roofline, lane timeline (no network)",
+        )
+    create_link_artifact(
+        Path(run_dir).resolve().as_uri(),
+        link_text=str(run_dir),
+        key=artifact_key(kernel, "run-dir", scope),
+        description="every candidate, verdict, timing and log of this run",
+    )
+
+
 @flow(name="report", flow_run_name="report {kernel} {mode}")
 def report(
     kernel_path: str,
@@ -58,6 +83,7 @@ def report(
     discovered: DiscoverOutcome | None = None,
     warnings: list[str] | None = None,
     history_url: str | None = None,
+    publish_artifacts: bool = True,
 ) -> Report:
     logger = get_run_logger()
     rows, winner = rank(lanes, discovered, Path(task_dir))
@@ -77,6 +103,7 @@ def report(
         warnings=warnings or [],
         report_path=str(Path(run_dir) / "report.md"),
         html_path=str(Path(run_dir) / "report.html"),
+        measurement=measurement(Path(task_dir)),
     )
     markdown = render("report.md.j2", report=result)
     Path(result.report_path).write_text(markdown)
@@ -87,24 +114,8 @@ def report(
         history.record_report(result, discovered, url)
     except Exception as exc:  # the report stands without its history row; say so
         logger.warning(f"not recorded in the history store: {type(exc).__name__}: {exc}")
-    create_markdown_artifact(
-        markdown, key=artifact_key(kernel, "report"), description=f"{kernel} {mode}"
-    )
-    create_table_artifact(
-        table_rows(result), key=artifact_key(kernel, "candidates"), description=f"{kernel} {mode}"
-    )
-    create_link_artifact(
-        Path(result.html_path).resolve().as_uri(),
-        link_text="report.html",
-        key=artifact_key(kernel, "report-html"),
-        description="the report in pictures: speedups, roofline, lane timeline (no network)",
-    )
-    create_link_artifact(
-        Path(run_dir).resolve().as_uri(),
-        link_text=str(run_dir),
-        key=artifact_key(kernel, "run-dir"),
-        description="every candidate, verdict, timing and log of this run",
-    )
+    if publish_artifacts:
+        publish(result)
     if winner:
         logger.info(f"winner {winner.name} ({winner.language} {winner.mode}) {winner.speedup:.3f}x")
     else:

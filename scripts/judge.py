@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from scripts import manifest, protocol, sandbox
+from scripts import isolation, manifest, protocol, sandbox
 from scripts.errors import BadInput
 from scripts.spec import OpSpec
 from scripts.verdict import Status, Verdict, WorkloadVerdict, geomean
@@ -235,7 +235,8 @@ class Judge:
             fork=fork and not (candidate and _reads_at_import(env)),
         )
         (self.workdir / CHILD_PGID).unlink(missing_ok=True)
-        sandbox.write_new(self.workdir / CHILD_PGID, str(child.proc.pid))  # for check()
+        if not isolation.inside():  # inside, pids are the namespace's: its end kills the child
+            sandbox.write_new(self.workdir / CHILD_PGID, str(child.proc.pid))  # for check()
         if not timing_only:
             _preload()  # import torch and the formats (if not forked warm) while it runs
         finished = child.wait()

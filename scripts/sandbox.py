@@ -31,6 +31,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from scripts import isolation
+
 # Any variable whose name contains one of these is a credential; so is the orchestrator's config.
 SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
 SECRET_PREFIXES = ("PREFECT_", "ANTHROPIC_", "OPENAI_", "AWS_")
@@ -216,7 +218,7 @@ def spawn(
 ) -> subprocess.Popen:
     with new_file(log_path) as log:
         return subprocess.Popen(
-            argv,
+            isolation.wrap(argv, env),  # own user, PID and mount namespaces (scripts/isolation.py)
             env=env,
             cwd=cwd,
             stdin=subprocess.DEVNULL,
@@ -375,6 +377,8 @@ def fork_module(
             _redirect(log.fileno(), keep_fds)
             os.environ.clear()
             os.environ.update(env)
+            if why := isolation.enter():  # own namespaces from here on (scripts/isolation.py)
+                print(isolation.WARNING.format(why=why), flush=True)
             tempfile.tempdir = None  # chosen afresh from TMPDIR
             sys.argv = [module, *argv]
             target = importlib.import_module(module)

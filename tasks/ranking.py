@@ -8,6 +8,11 @@ same check, when the check timed one; else its figure from freeze). When the acc
 beat the spread, the next fastest of its lane whose timings hold up and that does beat it is
 eligible instead. No candidate may win by default:
 with no eligible candidate the original kernel is kept.
+
+A speedup between code run by Triton's CPU interpreter and native code (torch on the CPU, say)
+measures the interpreter, not the kernels: such rows are `not-comparable`, and never win. Labels
+say what happened: `slower` (below 1x), `within-spread` (faster, but not beyond the spread),
+`flagged` (the reviewer's doubts); the baseline's own re-measurement is never "the best".
 """
 
 from __future__ import annotations
@@ -40,6 +45,40 @@ def baseline_stats(task_dir: Path) -> tuple[dict[str, float], dict[str, float]]:
     return medians, spreads
 
 
+def interpreted(language: str, device: str) -> bool:
+    """Whether code of `language` on `device` runs under an interpreter (Triton on a CPU)."""
+    return language.lower() == "triton" and device.lower().startswith("cpu")
+
+
+def baseline_interpreted(task_dir: Path) -> bool:
+    task_dir = Path(task_dir)
+    try:
+        spec = json.loads((task_dir / "spec.json").read_text())
+        base = json.loads((task_dir / "baseline.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return interpreted(str(spec.get("language", "")), str(base.get("device", "")))
+
+
+def measurement(task_dir: Path) -> dict:
+    """What a reader needs to believe the figures: the device's fingerprint, the clock, whether
+    the baseline ran under an interpreter, and its spread per workload."""
+    task_dir = Path(task_dir)
+    try:
+        finger = json.loads((task_dir / "fingerprint.json").read_text())
+        base = json.loads((task_dir / "baseline.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    clocks = sorted({w.get("clock", "?") for w in base.get("workloads", {}).values()})
+    _, spreads = baseline_stats(task_dir)
+    return {
+        "fingerprint": finger,
+        "clock": ", ".join(clocks),
+        "interpreted": baseline_interpreted(task_dir),
+        "baseline_spread": spreads,
+    }
+
+
 def margin(result: CandidateResult, base_spread: dict[str, float]) -> float | None:
     parts = []
     for w in result.verdict.workloads:
@@ -56,7 +95,11 @@ def margin(result: CandidateResult, base_spread: dict[str, float]) -> float | No
 
 
 def _status(
-    result: CandidateResult, review: Review | None, failed_reason: str | None, m: float | None
+    result: CandidateResult,
+    review: Review | None,
+    failed_reason: str | None,
+    m: float | None,
+    base_interpreted: bool = False,
 ) -> tuple[str, str]:
     v = result.verdict
     if v.status is not Status.PASSED:
@@ -65,21 +108,31 @@ def _status(
         return "lane-failed", failed_reason
     if result.candidate.mode == "baseline":
         return "baseline", "the input re-measured by Discover; never a winner"
+    if interpreted(result.candidate.language, v.device) != base_interpreted:
+        which = "the baseline" if base_interpreted else "this candidate"
+        return "not-comparable", (
+            f"{which} ran under Triton's CPU interpreter and the other natively: the ratio "
+            "measures the interpreter, not the kernels"
+        )
     if review is not None and result.candidate.name in review.flagged:
         return "flagged", "; ".join(review.flagged[result.candidate.name])
     if review is None or review.candidate != result.candidate.name:
         return "passed", "not the best of its lane, so not reviewed"
     if review.decision != "accepted":
         return "flagged", "; ".join(review.reasons)
+    if v.speedup is not None and v.speedup < 1:
+        return "slower", f"{v.speedup:.3f}x: slower than the baseline"
     if m is None or v.speedup is None or v.speedup <= 1 + m:
-        need = f"{1 + m:.3f}x" if m is not None else "a measured spread"
-        return "within-noise", f"accepted, but {v.speedup or 0:.3f}x does not beat {need}"
+        need = f"more than {1 + m:.3f}x" if m is not None else "a measured spread"
+        return "within-spread", (
+            f"faster ({v.speedup or 0:.3f}x) but within the spread: a win needs {need}"
+        )
     return "eligible", "; ".join(review.reasons)
 
 
-def _row(result, source, review, failed_reason, base_spread) -> CandidateRow:
+def _row(result, source, review, failed_reason, base_spread, base_interp=False) -> CandidateRow:
     m = margin(result, base_spread)
-    status, detail = _status(result, review, failed_reason, m)
+    status, detail = _status(result, review, failed_reason, m, base_interp)
     return CandidateRow(
         rank=0,
         name=result.candidate.name,
@@ -91,8 +144,20 @@ def _row(result, source, review, failed_reason, base_spread) -> CandidateRow:
         speedup=result.verdict.speedup,
         speedups={w.workload: w.speedup for w in result.verdict.workloads if not w.checked_only},
         margin=m,
+        spread=_spread(result),
+        comparable=status != "not-comparable",
         path=result.candidate.path,
     )
+
+
+def _spread(result: CandidateResult) -> float | None:
+    """The candidate's own relative spread (interquartile range / median), mean over workloads."""
+    parts = [
+        w.timing.spread_ms / w.timing.median_ms
+        for w in result.verdict.workloads
+        if w.timing is not None and w.timing.median_ms > 0
+    ]
+    return statistics.fmean(parts) if parts else None
 
 
 def _promote(group: list[tuple[CandidateResult, CandidateRow]], review: Review | None) -> list:
@@ -120,20 +185,35 @@ def rank(
 ) -> tuple[list[CandidateRow], CandidateRow | None]:
     """Every candidate in one table, fastest first, and the winner or None."""
     _, base_spread = baseline_stats(task_dir)
+    interp = baseline_interpreted(task_dir)
     rows = []
     for lane in lanes:
         failed = (lane.reason or "lane failed") if lane.status == "failed" else None
-        group = [(r, _row(r, lane.key, lane.review, failed, base_spread)) for r in lane.candidates]
+        group = [
+            (r, _row(r, lane.key, lane.review, failed, base_spread, interp))
+            for r in lane.candidates
+        ]
         rows += _promote(group, lane.review)
     if discovered is not None:
         plan = discovered.plan
         found = plan.measured + ([plan.env_candidate] if plan.env_candidate else [])
-        group = [(r, _row(r, "discover", discovered.review, None, base_spread)) for r in found]
+        group = [
+            (r, _row(r, "discover", discovered.review, None, base_spread, interp)) for r in found
+        ]
         rows += _promote(group, discovered.review)
-    rows.sort(key=lambda r: (r.speedup is None, -(r.speedup or 0.0)))
+    # Comparable figures first, fastest first; a ratio that measures the interpreter goes last.
+    rows.sort(key=lambda r: (not r.comparable, r.speedup is None, -(r.speedup or 0.0)))
     for i, row in enumerate(rows, 1):
         row.rank = i
     winner = next((r for r in rows if r.status == "eligible"), None)
     if winner is not None:
         winner.status = "winner"
     return rows, winner
+
+
+def best_measured(rows: list[CandidateRow]) -> CandidateRow | None:
+    """The fastest comparable candidate that passed, the baseline's re-measurement left out."""
+    ok = ("winner", "eligible", "passed", "within-spread", "slower", "flagged", "lane-failed")
+    return next(
+        (r for r in rows if r.status in ok and r.speedup is not None and r.comparable), None
+    )

@@ -71,9 +71,22 @@ def validate(req: BakeoffRequest) -> BakeoffRequest:
         raise BadInput("gpu_mode", f"unknown mode {req.gpu_mode!r}; use pool or pin")
     if req.dispatch not in DISPATCH:
         raise BadInput("dispatch", f"unknown dispatch {req.dispatch!r}; use local or deployment")
-    for field in ("lane_timeout_s", "check_timeout_s"):
-        if getattr(req, field) <= 0:
-            raise BadInput(field, f"must be positive, got {getattr(req, field)}")
+    for field in ("lane_timeout_s", "check_timeout_s", "agent_timeout_s"):
+        value = getattr(req, field)
+        if value is not None and value <= 0:
+            raise BadInput(field, f"must be positive, got {value}")
+    from tasks.roles_default import MIN_SAMPLES
+
+    if req.samples is not None and req.samples < MIN_SAMPLES:
+        raise BadInput(
+            "samples",
+            f"must be at least {MIN_SAMPLES}, got {req.samples}: the reviewer trusts no timing "
+            "of fewer samples, so no candidate could win",
+        )
+    if req.cpu_slots is not None and req.cpu_slots < 1:
+        raise BadInput("cpu_slots", f"must be at least 1, got {req.cpu_slots}")
+    if req.agent_retries is not None and req.agent_retries < 0:
+        raise BadInput("agent_retries", f"must be 0 or more, got {req.agent_retries}")
     known = _languages()
     backends = None
     if req.backends is not None:
@@ -81,6 +94,10 @@ def validate(req: BakeoffRequest) -> BakeoffRequest:
     target = req.target_language
     if target is not None:
         target = _known_language("target_language", target, known)
+    if req.target_language is not None and mode != "author":
+        raise BadInput("target_language", f"applies only to --mode author (this is --mode {mode})")
+    if backends and mode != "bakeoff":
+        raise BadInput("backends", f"applies only to --mode bakeoff (this is --mode {mode})")
     if not Path(req.kernel_path).exists():
         raise BadInput(req.kernel_path, "no such file or directory")
     if req.dispatch == "local":

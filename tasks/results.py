@@ -89,7 +89,8 @@ class LaneResult(BaseModel):
     key: str
     language: str
     mode: LaneMode
-    status: Literal["completed", "failed", "skipped"]  # skipped: nothing to run here, and why
+    # cut: --lane-timeout stopped it early; skipped: nothing to run here, and why
+    status: Literal["completed", "cut", "failed", "skipped"]
     reason: str = ""
     cache_key: str
     attempt: str = ""
@@ -110,13 +111,15 @@ class CandidateRow(BaseModel):
     language: str
     mode: str
     source: str  # lane key, or "discover"
-    status: (
-        str  # winner | accepted | within-noise | flagged | not-reviewed | lane-failed | <verdict>
-    )
+    # winner | eligible | passed | within-spread | slower | flagged | not-comparable | baseline |
+    # lane-failed | <verdict status>
+    status: str
     detail: str = ""
     speedup: float | None = None
     speedups: dict[str, float | None] = Field(default_factory=dict)
-    margin: float | None = None  # relative spread the speedup had to beat
+    margin: float | None = None  # relative spread the speedup had to beat (bar: 1 + margin)
+    spread: float | None = None  # the candidate's own relative spread, mean over workloads
+    comparable: bool = True  # False: interpreted against native, the speedup means nothing
     path: str = ""
 
 
@@ -134,6 +137,8 @@ class Report(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     report_path: str = ""
     html_path: str = ""  # report.html beside report.md (tasks/report_html.py)
+    # fingerprint (device, arch, driver, torch, triton), clock, interpreted, baseline_spread
+    measurement: dict = Field(default_factory=dict)
 
 
 class DiscoverOutcome(BaseModel):

@@ -53,16 +53,24 @@ def code_version() -> str:
 
 def input_key(kernel_path: Path) -> tuple[str, str]:
     """(op name, short hash of the input's spec and sources): names the run directory."""
-    from scripts.formats import load_spec
+    from scripts.untrusted import load_spec  # imports the input in the sandbox
 
     spec, src = load_spec(Path(kernel_path))
     files = manifest.build(src)
     return spec.name, _sha(spec.model_dump_json() + json.dumps(files, sort_keys=True))[:12]
 
 
-def default_run_dir(kernel_path: Path, runs_root: Path = Path("runs")) -> Path:
+def default_run_dir(
+    kernel_path: Path,
+    runs_root: Path = Path("runs"),
+    mode: str = "optimize",
+    target_language: str | None = None,
+) -> Path:
+    """`runs/<op>-<mode>[-<target>]-<input hash>`: runs of one input in different modes (or an
+    author run in another language) never share a directory, a report or a lane."""
     name, key = input_key(kernel_path)
-    return Path(runs_root) / f"{name}-{key}"
+    kind = mode if mode != "author" or not target_language else f"author-{target_language}"
+    return Path(runs_root) / f"{name}-{kind}-{key}"
 
 
 def task_identity(task_dir: Path) -> str:
@@ -155,7 +163,7 @@ class LaneStore:
             return None
         result = LaneResult.model_validate(data)
         # a skip is as good as a finish for the same key: the key names the model, if any
-        if result.cache_key == cache_key and result.status in ("completed", "skipped"):
+        if result.cache_key == cache_key and result.status in ("completed", "cut", "skipped"):
             return result
         return None
 

@@ -95,10 +95,10 @@ def test_lane_whose_agent_never_answers_fails_alone_and_a_rerun_redoes_only_it(
 
     markdown = (run_dir / "report.md").read_text()
     assert ("## Winner" in markdown) != ("the original kernel is kept" in markdown)
-    assert read_artifact("bakeoff-rmsnorm-report").data == markdown
-    table = read_artifact("bakeoff-rmsnorm-candidates")
+    assert read_artifact("bakeoff-rmsnorm-cli-report").data == markdown
+    table = read_artifact("bakeoff-rmsnorm-cli-candidates")
     assert table.type == "table" and all(r.name in table.data for r in report.rows)
-    assert str(run_dir) in read_artifact("bakeoff-rmsnorm-run-dir").data
+    assert str(run_dir) in read_artifact("bakeoff-rmsnorm-cli-run-dir").data
 
     monkeypatch.delenv("BAKEOFF_TEST_REVIEWER_DOWN")
     torch_result = run_dir / "lanes" / "torch" / "lane_result.json"

@@ -27,6 +27,11 @@ def env(tmp_path):
         (["--mode", "bakeoff", "--backends", "triton,fortran"], "unknown backend 'fortran'"),
         (["--budget", "0"], "budget: must be at least 1 iteration, got 0"),
         (["--gpu-ids", "0,7"], "gpu_ids: device"),
+        (["--samples", "0"], "samples: must be at least 5, got 0"),
+        (["--cpu-slots", "0"], "cpu_slots: must be at least 1"),
+        (["--target-language", "triton"], "target_language: applies only to --mode author"),
+        (["--backends", "triton"], "backends: applies only to --mode bakeoff"),
+        (["--lane-timeout", "0"], "lane_timeout_s: must be positive"),
     ],
 )
 def test_bad_input_is_one_line_before_anything_starts(args, message, tmp_path, env):
@@ -98,3 +103,44 @@ def test_full_run_overlaps_lanes_reports_and_second_run_reuses(tmp_path, env):
     assert [f.stat().st_mtime_ns for f in result_files] == stamps
     again = json.loads((Path(result["run_dir"]) / "report.json").read_text())
     assert [r["speedup"] for r in again["rows"]] == [c["speedup"] for c in result["candidates"]]
+
+
+def test_ctrl_c_stops_with_one_line_and_the_same_command_resumes(tmp_path, env):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from .conftest import ROOT
+
+    full = {**os.environ, "PYTHONPATH": str(ROOT), **env, "PREFECT_HOME": str(tmp_path / "home")}
+    for name in ("CI", "GITHUB_ACTIONS", "GITLAB_CI", "BUILDKITE", "DO_NOT_TRACK"):
+        full.pop(name, None)  # outside CI Prefect would print its usage notice mid-display
+    argv = [sys.executable, "-m", "flows.cli", "run", KERNEL, "--budget", "2"]
+    argv += ["--runs-root", str(tmp_path / "runs")]
+    proc = subprocess.Popen(
+        argv, env=full, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and proc.poll() is None:
+        phases = [
+            json.loads(p.read_text()).get("phase")
+            for p in (tmp_path / "runs").glob("*/progress.json")
+        ]
+        if "lanes" in phases:
+            break
+        time.sleep(0.2)
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(signal.SIGINT)
+    out, err = (s.decode(errors="replace") for s in proc.communicate(timeout=60))
+    assert proc.returncode == 130, out + err
+    assert err.strip().splitlines()[-1] == "bakeoff run: stopped; run the same command to resume"
+    for noise in ("Traceback", "KeyboardInterrupt", "anonymous usage"):
+        assert noise not in out + err, out + err
+    [run_dir] = (tmp_path / "runs").iterdir()
+    assert run_dir.name.startswith("rmsnorm-optimize-")  # each mode keeps its own directory
+
+    again = subprocess.run(argv, env=full, cwd=ROOT, capture_output=True, text=True, timeout=400)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "resuming: the last run here stopped in phase 'lanes'" in again.stdout
+    assert "anonymous usage" not in again.stdout + again.stderr

@@ -206,7 +206,7 @@ def test_no_winner_when_the_best_is_within_the_spread(task_dir):
         [lane("torch", [noisy], Review(candidate="noisy", decision="accepted"))], None, task_dir
     )
     assert winner is None
-    assert rows[0].status == "within-noise" and rows[0].margin > 0.05
+    assert rows[0].status == "within-spread" and rows[0].margin > 0.05
 
 
 def test_a_steadier_candidate_of_the_lane_wins_when_the_accepted_one_is_within_the_spread(
@@ -216,7 +216,7 @@ def test_a_steadier_candidate_of_the_lane_wins_when_the_accepted_one_is_within_t
     review = Review(candidate="wobbly", decision="accepted")
     rows, winner = rank([lane("torch", [wobbly, steady], review)], None, task_dir)
     by_name = {r.name: r for r in rows}
-    assert by_name["wobbly"].status == "within-noise"
+    assert by_name["wobbly"].status == "within-spread"
     assert winner is not None and winner.name == "steady"
     assert "wobbly, the reviewed one, did not beat the spread" in winner.detail
     flagged = Review(candidate="wobbly", decision="flagged", reasons=["spread"])

@@ -85,8 +85,21 @@ def _kernel(name: str, obj) -> Kernel | None:
     return Kernel(name=name, constexprs=constexprs, has_dot=has_dot, configs=configs)
 
 
+def discover_isolated(src_dir: Path, entry: str) -> Surface | None:
+    """`discover` in the sandbox (scripts/untrusted.py): the file is user or model code."""
+    from scripts.untrusted import call
+
+    where, src = f"{src_dir}/{entry}", str(Path(src_dir).resolve())
+    found = call("triton_surface", where, src_dir=src, entry=entry)
+    if found is None:
+        return None
+    kernels = [Kernel(**k) for k in found.pop("kernels")]
+    return Surface(**found, kernels=kernels)
+
+
 def discover(src_dir: Path, entry: str) -> Surface | None:
-    """Import the entry's file (trusted frozen code) and read its Triton surface."""
+    """Import the entry's file and read its Triton surface. It runs the file's code: call it
+    only in the sandbox (`discover_isolated`)."""
     file, _, symbol = entry.partition(":")
     path = Path(src_dir) / file
     module = import_file(path, f"{path}: Triton surface")

@@ -52,7 +52,7 @@ class TritonConfigs(Backend):
             != "function"
         ):
             return None
-        surface = triton_surface.discover(Path(source or ctx.baseline_src), entry)
+        surface = triton_surface.discover_isolated(Path(source or ctx.baseline_src), entry)
         if surface is None:
             return None
         space, defaults = triton_surface.space(surface, ctx.arch)

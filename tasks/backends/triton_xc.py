@@ -106,10 +106,14 @@ def cross_compile_in_child(
         "targets": targets,
         "options": options,
     }
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    from scripts.isolation import wrap
+    from scripts.sandbox import scrub_env
+
+    # It imports the kernel's file: no credentials, own namespaces (scripts/isolation.py).
+    env = {k: v for k, v in scrub_env(os.environ).items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = str(ROOT)
     done = subprocess.run(
-        [sys.executable, "-m", "tasks.backends.triton_xc"],
+        wrap([sys.executable, "-m", "tasks.backends.triton_xc"], env),
         input=json.dumps(request),
         capture_output=True,
         text=True,

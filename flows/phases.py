@@ -1,0 +1,74 @@
+"""One log line per phase of a bake-off, on the run a user opens (the bake-off's own flow run),
+so `prefect deployment run ... --watch` and the UI's log say how each phase ended."""
+
+from __future__ import annotations
+
+from tasks.results import DiscoverOutcome, LaneResult, Report
+
+
+def _best(candidates) -> str:
+    """The fastest passed candidate, the baseline's own re-measurement left out."""
+    passed = [
+        c
+        for c in candidates
+        if c.verdict.speedup is not None
+        and c.candidate.mode != "baseline"
+        and c.verdict.status.value == "PASSED"
+    ]
+    if not passed:
+        return "no candidate passed"
+    best = max(passed, key=lambda c: c.verdict.speedup)
+    return f"fastest passed {best.candidate.name} at {best.verdict.speedup:.3f}x"
+
+
+def frozen_line(frozen) -> str:
+    times = ", ".join(f"{k} {v:.4g} ms" for k, v in frozen.baseline_ms.items())
+    return (
+        f"frozen baseline: {frozen.op} ({frozen.language}), oracle {frozen.oracle_sha256[:12]}; "
+        f"{times}"
+    )
+
+
+def discover_line(found: DiscoverOutcome | None) -> str:
+    if found is None:
+        return "Discover: nothing (it failed, see the warning)"
+    plan = found.plan
+    measured = [*plan.measured, *([plan.env_candidate] if plan.env_candidate else [])]
+    rows = ", ".join(
+        f"{c.candidate.name} {c.verdict.status.value}"
+        + (f" {c.verdict.speedup:.3f}x" if c.verdict.speedup else "")
+        for c in measured
+    )
+    planned = ", ".join(f"{p.language}:{p.mode}" for p in plan.plan) or "none"
+    reused = " (reused)" if found.reused else ""
+    return f"Discover{reused}: measured {rows or 'nothing'}; planned lanes {planned}"
+
+
+def lane_line(lane: LaneResult) -> str:
+    state = lane.status + (" (reused from an earlier run)" if lane.reused else "")
+    why = f" ({lane.reason})" if lane.reason else ""
+    return f"lane {lane.key}: {state}{why}; {len(lane.candidates)} candidate(s), " + _best(
+        lane.candidates
+    )
+
+
+def winner_line(report: Report) -> str:
+    w = report.winner
+    if w is None:
+        return "no winner: nothing beat the frozen baseline by more than its spread"
+    need = f" (needed {1 + w.margin:.3f}x)" if w.margin is not None else ""
+    return f"winner {w.name} ({w.language} {w.mode}) at {w.speedup:.3f}x{need}"
+
+
+def resumed_line(previous: dict, attempt: str, reused: list[str]) -> str | None:
+    """Said when this run continues one that stopped before its report (crashed, cancelled,
+    interrupted): what it takes over."""
+    if not previous or previous.get("phase") in (None, "done"):
+        return None
+    if previous.get("attempt") == attempt and not reused:
+        return None
+    kept = f"reusing finished lane(s) {', '.join(reused)}" if reused else "no lane had finished"
+    return (
+        f"resumed: an earlier run ({previous.get('attempt', '?')[:8]}) stopped in phase "
+        f"{previous['phase']!r}; {kept}"
+    )

@@ -1,0 +1,141 @@
+"""Steps that must import user code outside a check, run in the sandbox instead of here.
+
+Reading an input's op spec imports it (a KernelBench problem's `get_inputs`, a native op's
+reference), and the Triton tuner reads a kernel's launch surface by importing its file. That
+code is untrusted (the input kernel is the user's, candidates are a model's): it runs in a
+process of its own with a scrubbed environment, in its own namespaces (`scripts.isolation`),
+under a deadline, and answers in JSON, validated here. Nothing of the orchestrator's memory
+comes along: the process is forked by the warm server (which never held a credential) or
+starts fresh.
+
+    python -m scripts.untrusted REQUEST.json ANSWER.json      (what the sandbox runs)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from scripts import sandbox
+from scripts.errors import BadInput
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+TIMEOUT_S = 600.0
+_spec_cache: dict[tuple, tuple] = {}
+
+
+def _env() -> dict[str, str]:
+    """The judges' environment (so the same warm server serves both)."""
+    env = sandbox.scrub_env(os.environ)
+    paths = [str(REPO_ROOT), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
+    env.update(PYTHONPATH=os.pathsep.join(paths), PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1")
+    return env
+
+
+def call(step: str, where: str, timeout_s: float = TIMEOUT_S, **kwargs):
+    """Run `STEPS[step](**kwargs)` in the sandbox and return its JSON answer; BadInput as raised
+    there, or naming `where` when the step crashed or ran out of time."""
+    from scripts import forkserver
+
+    workdir = Path(tempfile.mkdtemp(prefix="bakeoff-untrusted-"))
+    try:
+        request, answer, log = workdir / "request.json", workdir / "answer.json", workdir / "log"
+        sandbox.write_new(request, json.dumps({"step": step, "kwargs": kwargs}))
+        argv = [str(request), str(answer)]
+        how = dict(env=_env(), cwd=workdir, log_path=log, timeout_s=timeout_s)
+        server = forkserver.server_for(how["env"])
+        finished = server.run("scripts.untrusted", argv, **how) if server else None
+        if finished is None:
+            finished = sandbox.run([sys.executable, "-m", "scripts.untrusted", *argv], **how)
+        if finished.timed_out:
+            raise BadInput(where, f"reading it did not finish within {timeout_s:g} s")
+        if finished.returncode != 0 or not answer.is_file():
+            tail = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
+            raise BadInput(where, f"reading it {finished.how}: {' '.join(tail)[:300]}")
+        data = json.loads(answer.read_text())
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    for name, level, message in data.get("logs", []):  # its warnings, said here as there
+        logging.getLogger(name).log(level, "%s", message)
+    if "bad_input" in data:
+        raise BadInput(*data["bad_input"])
+    return data["ok"]
+
+
+def _fingerprint(path: Path) -> tuple:
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    return tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in files[:2000])
+
+
+def load_spec(path: Path, **options):
+    """`scripts.formats.load_spec`, run in the sandbox: (OpSpec, source_dir)."""
+    from scripts.formats import detect_format
+    from scripts.spec import OpSpec
+
+    path = Path(path)
+    detect_format(path)  # a missing path or an unknown layout: said here, without a process
+    given = {k: v for k, v in options.items() if v is not None}
+    key = (str(path.resolve()), tuple(sorted(given.items())), _fingerprint(path))
+    if key not in _spec_cache:
+        from scripts.formats.staging import scratch_dir
+
+        keep = scratch_dir("spec")  # what the format writes there dies with its process
+        found = call(  # absolute: the sandbox runs in a directory of its own
+            "load_spec", str(path), path=str(path.resolve()), options=given, keep=str(keep)
+        )
+        _spec_cache[key] = (OpSpec.model_validate(found["spec"]), Path(found["src"]))
+    return _spec_cache[key]
+
+
+def _load_spec_step(path: str, options: dict, keep: str) -> dict:
+    from scripts.formats import load_spec as load
+    from scripts.formats.staging import _made
+
+    spec, src = load(Path(path), **options)
+    if Path(src) in _made:  # a scratch directory of this process: removed when it exits
+        shutil.copytree(src, keep, dirs_exist_ok=True)
+        src = keep
+    return {"spec": spec.model_dump(mode="json"), "src": str(src)}
+
+
+def _triton_surface_step(src_dir: str, entry: str) -> dict | None:
+    from dataclasses import asdict
+
+    from tasks.backends.triton_surface import discover
+
+    surface = discover(Path(src_dir), entry)
+    return None if surface is None else asdict(surface)
+
+
+STEPS = {"load_spec": _load_spec_step, "triton_surface": _triton_surface_step}
+
+
+class _Kept(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.records: list[list] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append([record.name, record.levelno, record.getMessage()])
+
+
+def main(argv: list[str]) -> int:
+    request = json.loads(Path(argv[0]).read_text())
+    kept = _Kept()
+    logging.getLogger().addHandler(kept)
+    try:
+        answer = {"ok": STEPS[request["step"]](**request["kwargs"])}
+    except BadInput as exc:
+        answer = {"bad_input": [exc.where, exc.what]}
+    answer["logs"] = kept.records[:50]
+    sandbox.write_new(Path(argv[1]), json.dumps(answer))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

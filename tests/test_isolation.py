@@ -1,0 +1,186 @@
+"""Candidate code cannot read the orchestrator's credentials (scripts/isolation.py).
+
+A real freeze and check of a KernelBench problem whose frozen baseline and candidate both scan
+`/proc/*/environ` when they are imported (in the freeze's and the check's child processes and in
+the judges, which import the baseline for the reference). The orchestrator and a stand-in for
+the Prefect worker hold `ANTHROPIC_API_KEY`; isolated, no scan finds it. With isolation turned
+off the same scan does find it, so the test can fail. The orchestrator runs as root and, inside
+a user namespace that maps it to `nobody` without capabilities, as an ordinary user would.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+
+import pytest
+
+from scripts import isolation
+
+from .conftest import ROOT
+
+SCAN = """
+import json as _json, os as _os, uuid as _uuid
+
+
+def _scan(who):
+    seen, readable, leaks = [], 0, []
+    for name in _os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        seen.append(int(name))
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                data = f.read()
+        except OSError:
+            continue
+        readable += 1
+        if b"ANTHROPIC_API_KEY=" in data or SECRET in data:
+            leaks.append(int(name))
+    found = {"who": who, "pid": _os.getpid(), "seen": seen, "readable": readable, "leaks": leaks}
+    with open(_os.path.join(OUT, f"{who}-{_uuid.uuid4().hex}.json"), "w") as f:
+        _json.dump(found, f)
+"""
+
+PROBLEM = """
+import torch
+import torch.nn as nn
+{scan}
+_scan("baseline")
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+
+def get_inputs():
+    return [torch.randn(64, 64)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+CANDIDATE = """
+import torch
+import torch.nn as nn
+{scan}
+_scan("candidate")
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return x.clamp_min(0)
+"""
+
+ORCHESTRATOR = """
+import sys
+from pathlib import Path
+from scripts.check import check
+from scripts.freeze import freeze
+task = freeze(Path(sys.argv[1]), Path(sys.argv[2]))
+verdict = check(task, Path(sys.argv[3]), timeout_s=120, samples=3)
+print("STATUS", verdict.status.value)
+"""
+
+
+def _bake(tmp_path: Path, secret: str) -> tuple[Path, Path, Path]:
+    out = tmp_path / "scans"
+    out.mkdir()
+    scan = SCAN.replace("SECRET", repr(secret.encode())).replace("OUT", repr(str(out)))
+    problem, candidate = tmp_path / "relu.py", tmp_path / "relu_new.py"
+    problem.write_text(PROBLEM.format(scan=textwrap.indent(scan, "")))
+    candidate.write_text(CANDIDATE.format(scan=scan))
+    return problem, candidate, out
+
+
+def _scans(tmp_path: Path, *, prefix: list[str], isolation_mode: str) -> list[dict]:
+    secret = f"sk-ant-test-{uuid.uuid4().hex}"
+    problem, candidate, out = _bake(tmp_path, secret)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "ANTHROPIC_API_KEY": secret,
+        "BAKEOFF_ISOLATION": isolation_mode,
+    }
+    # The Prefect worker that started the engine: a long-lived process holding the key.
+    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], env=env)
+    try:
+        done = subprocess.run(
+            [*prefix, sys.executable, "-c", ORCHESTRATOR, str(problem)]
+            + [str(tmp_path / "task"), str(candidate)],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        worker.kill()
+        worker.wait()
+    assert done.returncode == 0 and "STATUS PASSED" in done.stdout, done.stdout + done.stderr
+    scans = [json.loads(p.read_text()) for p in sorted(out.glob("*.json"))]
+    assert {s["who"] for s in scans} == {"baseline", "candidate"}, scans
+    return scans
+
+
+def _isolated(scans: list[dict]) -> None:
+    assert not [s for s in scans if s["leaks"]], scans
+    # Only the judge's tree is visible: a handful of processes, never the host's.
+    assert all(len(s["seen"]) <= 8 for s in scans), scans
+
+
+needs_namespaces = pytest.mark.skipif(
+    isolation.probe() is not None, reason=f"no user namespaces here: {isolation.probe()}"
+)
+
+
+@pytest.mark.slow
+@needs_namespaces
+def test_candidate_and_baseline_cannot_read_the_orchestrators_key(tmp_path):
+    _isolated(_scans(tmp_path, prefix=[], isolation_mode="namespace"))
+
+
+@pytest.mark.slow
+@needs_namespaces
+def test_as_an_ordinary_user_too(tmp_path):
+    """The orchestrator as a user without privileges (`nobody`, no capabilities): the namespaces
+    are then made unprivileged."""
+    if os.geteuid() == 0:
+        unshare = shutil.which("unshare")
+        if unshare is None:
+            pytest.skip("util-linux unshare is needed to drop root for this test")
+        prefix = [unshare, "--user", "--map-user=65534", "--map-group=65534"]
+    else:
+        prefix = []
+    _isolated(_scans(tmp_path, prefix=prefix, isolation_mode="namespace"))
+
+
+@pytest.mark.slow
+def test_without_isolation_the_same_scan_finds_the_key(tmp_path):
+    """The control: the scan works, so the two tests above could fail."""
+    scans = _scans(tmp_path, prefix=[], isolation_mode="none")
+    assert [s for s in scans if s["leaks"]], scans
+
+
+def test_the_warning_says_what_is_at_stake(monkeypatch):
+    monkeypatch.setenv("BAKEOFF_ISOLATION", "none")
+    monkeypatch.setattr(isolation, "_probed", False)
+    line = isolation.warning()
+    assert line and "NOT isolated" in line and "/proc/PID/environ" in line
+    monkeypatch.setattr(isolation, "_probed", False)
+    monkeypatch.setenv("BAKEOFF_ISOLATION", "namespace")
+    assert isolation.warning() is None or "NOT isolated" in isolation.warning()
+
+
+def test_an_input_named_by_a_relative_path_is_read_in_the_sandbox(monkeypatch):
+    from scripts.untrusted import load_spec
+
+    monkeypatch.chdir(ROOT)
+    spec, src = load_spec(Path("examples/rmsnorm_torch"))
+    assert spec.name == "rmsnorm" and (src / "kernel.py").is_file()

@@ -1,0 +1,176 @@
+"""Reports that never mislead: labels by what happened, interpreted against native never
+crowned, the baseline's re-measurement never "the best", the bar and the device in the report,
+and lane outcomes named for what stopped them."""
+
+import json
+from datetime import timedelta
+
+from flows import phases
+from scripts.verdict import Status
+from tasks.lane_status import settle
+from tasks.ranking import rank
+from tasks.render import render
+from tasks.results import LaneConfig, LaneResult, LaneSpec, Report, Review
+from tasks.run_store import now
+
+from . import test_flow_plan
+from .test_flow_plan import lane, result
+
+task_dir = test_flow_plan.task_dir  # the same fixture: 1 ms per workload, 2% spread
+
+
+def test_a_slower_accepted_candidate_is_called_slower_and_a_faster_one_within_the_spread(
+    task_dir,
+):
+    slow = result("slow", 0.315)
+    rows, winner = rank(
+        [lane("torch", [slow], Review(candidate="slow", decision="accepted"))], None, task_dir
+    )
+    assert (
+        winner is None
+        and rows[0].status == "slower"
+        and "slower than the baseline" in rows[0].detail
+    )
+    near = result("near", 1.01)
+    rows, _ = rank(
+        [lane("torch", [near], Review(candidate="near", decision="accepted"))], None, task_dir
+    )
+    assert (
+        rows[0].status == "within-spread"
+        and "faster (1.010x) but within the spread" in rows[0].detail
+    )
+
+
+def _interpreted_baseline(task):
+    spec = json.loads((task / "spec.json").read_text())
+    (task / "spec.json").write_text(json.dumps({**spec, "language": "triton"}))
+    base = json.loads((task / "baseline.json").read_text())
+    (task / "baseline.json").write_text(json.dumps({**base, "device": "cpu"}))
+
+
+def test_a_native_candidate_against_an_interpreted_baseline_is_not_comparable(task_dir):
+    _interpreted_baseline(task_dir)
+    native = result("torch-eager", 2214.684, lang="torch")
+    interp = result("triton-tuned", 1.5, lang="triton")
+    review = Review(candidate="torch-eager", decision="accepted")
+    rows, winner = rank(
+        [
+            lane("torch", [native], review),
+            lane("triton", [interp], Review(candidate="triton-tuned", decision="accepted")),
+        ],
+        None,
+        task_dir,
+    )
+    by_name = {r.name: r for r in rows}
+    assert (
+        by_name["torch-eager"].status == "not-comparable" and not by_name["torch-eager"].comparable
+    )
+    assert winner is not None and winner.name == "triton-tuned"  # interpreted against interpreted
+    assert rows[-1].name == "torch-eager"  # a meaningless ratio never heads the table
+
+
+def _report(rows, winner, task):
+    return Report(
+        kernel_path="k",
+        kernel="k",
+        mode="bakeoff",
+        run_dir="r",
+        task_dir=str(task),
+        oracle_sha256="0" * 64,
+        baseline_ms={"a": 1.0, "b": 1.0},
+        rows=rows,
+        winner=winner,
+        measurement={
+            "fingerprint": {
+                "device": "cpu",
+                "device_name": "x86_64",
+                "arch": "cpu",
+                "torch": "2.13.0",
+            },
+            "clock": "host",
+            "interpreted": False,
+            "baseline_spread": {"a": 0.01, "b": 0.01},
+        },
+    )
+
+
+def test_no_winner_report_names_the_best_candidate_not_the_baseline_and_shows_the_bar(task_dir):
+    base = result("baseline", 1.3, mode="baseline")
+    cand = result("cand", 0.9)
+    rows, winner = rank(
+        [lane("torch", [base, cand], Review(candidate="cand", decision="accepted"))], None, task_dir
+    )
+    text = render("report.md.j2", report=_report(rows, winner, task_dir))
+    assert "the fastest candidate measured was cand at 0.900x" in text
+    assert "Clock: host" in text and "torch 2.13.0" in text and "| bar |" in text
+
+
+def test_not_comparable_rows_are_explained_in_the_report(task_dir):
+    _interpreted_baseline(task_dir)
+    rows, winner = rank(
+        [
+            lane(
+                "torch", [result("eager", 2214.684)], Review(candidate="eager", decision="accepted")
+            )
+        ],
+        None,
+        task_dir,
+    )
+    text = render("report.md.j2", report=_report(rows, winner, task_dir))
+    assert "No winner" in text and "not comparable (2214.684x)" in text and "interpreter" in text
+
+
+def _config(budget=4, timeout=10.0):
+    return LaneConfig(
+        run_dir="r",
+        task_dir="t",
+        oracle_sha256="o",
+        lane=LaneSpec(key="torch", language="torch", mode="optimize"),
+        budget=budget,
+        lane_timeout_s=timeout,
+    )
+
+
+def _ran(n, seconds):
+    start = now()
+    return LaneResult(
+        key="torch",
+        language="torch",
+        mode="optimize",
+        status="failed",
+        cache_key="k",
+        started=start,
+        finished=start + timedelta(seconds=seconds),
+        candidates=[result(f"c{i}", 1.0) for i in range(n)],
+    )
+
+
+def test_a_lane_cut_by_its_time_budget_or_without_candidates_is_never_completed():
+    cut = _ran(1, 11)
+    settle(cut, _config())
+    assert (
+        cut.status == "cut" and "1 of 4 candidates" in cut.reason and "--lane-timeout" in cut.reason
+    )
+    empty = _ran(0, 1)
+    settle(empty, _config())
+    assert empty.status == "failed" and empty.reason == "no candidate was checked"
+    full = _ran(4, 11)
+    settle(full, _config())
+    assert full.status == "completed"
+    early = _ran(2, 1)  # the search ran out of configurations, not of time
+    settle(early, _config())
+    assert early.status == "completed"
+
+
+def test_phase_lines_leave_the_baseline_out_and_say_a_run_resumed():
+    done = _ran(0, 1)
+    done.candidates = [
+        result("baseline", 1.3, mode="baseline"),
+        result("c", 1.1),
+        result("bad", 9.0, Status.INCORRECT_NUMERICAL),
+    ]
+    done.status = "completed"
+    assert phases.lane_line(done).endswith("fastest passed c at 1.100x")
+    said = phases.resumed_line({"phase": "lanes", "attempt": "abcdef123456"}, "new", ["torch"])
+    assert said.startswith("resumed:") and "'lanes'" in said and "torch" in said
+    assert phases.resumed_line({"phase": "done", "attempt": "x"}, "new", ["torch"]) is None
