@@ -10,6 +10,9 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+# Prefect's embedded server gets 20 s to start by default; on a loaded two-core machine a
+# `bakeoff run` subprocess was seen to die waiting for it before the run began.
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 # Prefect reads PREFECT_HOME when it is imported: a throwaway one for the session.
 os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="bakeoff-prefect-home-"))
 try:
