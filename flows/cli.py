@@ -145,6 +145,9 @@ def _csv(value: str | None) -> list[str] | None:
 
 
 def cmd_run(args) -> int:
+    # Prefect's embedded server gets 20 s to start by default; a loaded two-core machine (CI,
+    # a laptop running other work) was seen to need more, and the run then died before it began.
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
     from flows.live import run  # Prefect loads only after the request has been checked
     from tasks.request import BakeoffRequest
 
