@@ -17,7 +17,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from scripts import manifest, sizes
+from scripts import manifest, sizes, untrusted
 from scripts.errors import BadInput
 from scripts.fingerprint import device_kind, fingerprint
 from scripts.formats import module_for
@@ -75,7 +75,7 @@ def freeze(
             str(out), "output directory exists and holds something else; pick another --out"
         )
     if other_sizes:
-        spec = sizes.add_other_sizes(spec, src_dir)
+        spec = untrusted.other_sizes(spec, src_dir)  # imports the input: in the sandbox
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:

@@ -81,7 +81,10 @@ def add_other_sizes(
     tried = [v.workload for v in variants if v.workload.name not in refused]
     if tried:
         candidate = spec.model_copy(update={"workloads": [*spec.workloads, *tried]})
-        isolated = device != "cpu" if isolated is None else isolated
+        # The reference is user code: it runs in the sandbox (scripts/isolation.py), as every
+        # check does, never in the freezing process, where it could read the orchestrator's
+        # environment. `isolated=False` is for tests that probe without secrets around.
+        isolated = True if isolated is None else isolated
         probe = _probe_isolated if isolated else _probe_here
         answers = probe(candidate, Path(src_dir), device)
         for w in tried:

@@ -112,7 +112,29 @@ def _triton_surface_step(src_dir: str, entry: str) -> dict | None:
     return None if surface is None else asdict(surface)
 
 
-STEPS = {"load_spec": _load_spec_step, "triton_surface": _triton_surface_step}
+def _other_sizes_step(spec: dict, src_dir: str) -> dict:
+    from scripts.sizes import add_other_sizes
+    from scripts.spec import OpSpec
+
+    return add_other_sizes(OpSpec.model_validate(spec), Path(src_dir)).model_dump(mode="json")
+
+
+def other_sizes(spec, src_dir: Path):
+    """`scripts.sizes.add_other_sizes` in the sandbox: proposing sizes imports the input (a
+    KernelBench problem is run on the meta device to see what its sizes change)."""
+    from scripts.spec import OpSpec
+
+    data = call(
+        "other_sizes", str(src_dir), spec=spec.model_dump(mode="json"), src_dir=str(src_dir)
+    )
+    return OpSpec.model_validate(data)
+
+
+STEPS = {
+    "load_spec": _load_spec_step,
+    "triton_surface": _triton_surface_step,
+    "other_sizes": _other_sizes_step,
+}
 
 
 class _Kept(logging.Handler):

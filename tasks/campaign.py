@@ -33,7 +33,7 @@ from tasks.run_store import write_json
 
 ARCHIVE_ENV = "BAKEOFF_REFERENCE_ARCHIVE"
 NOT_A_VARIANT = {"flagged", "lane-failed", "baseline"}
-ELIGIBLE = {"winner", "eligible", "within-noise", "passed"}
+ELIGIBLE = {"winner", "eligible", "within-spread", "passed"}
 
 
 class Variant(BaseModel):

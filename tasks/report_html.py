@@ -29,7 +29,8 @@ PLOTLY = TEMPLATES / "vendor" / "plotly-basic-4.1.1.min.js"
 COLORS = {
     "winner": "#1a9850",
     "eligible": "#4575b4",
-    "within-noise": "#999999",
+    "within-spread": "#999999",
+    "slower": "#bababa",
     "passed": "#74add1",
     "baseline": "#542788",
     "flagged": "#f46d43",

@@ -65,7 +65,7 @@ def test_nothing_beats_the_baseline(frozen_rmsnorm):
     review = Review(candidate="same", decision="accepted", reasons=["ok"])
     rows, winner = rank([lane(slow, review)], None, frozen_rmsnorm)
     assert winner is None
-    assert {r.name: r.status for r in rows} == {"same": "within-noise", "slower": "passed"}
+    assert {r.name: r.status for r in rows} == {"same": "within-spread", "slower": "passed"}
 
 
 def test_the_fastest_was_flagged_and_the_next_wins(frozen_rmsnorm):
@@ -89,7 +89,7 @@ def test_a_tie_within_noise_keeps_the_original(frozen_rmsnorm):
     tie = result(frozen_rmsnorm, "tie", 1 + (need - 1) * 0.9)  # faster, but inside the spread
     review = Review(candidate="tie", decision="accepted", reasons=["ok"])
     rows, winner = rank([lane([tie], review)], None, frozen_rmsnorm)
-    assert winner is None and rows[0].status == "within-noise"
+    assert winner is None and rows[0].status == "within-spread"
     assert f"{need:.3f}x" in rows[0].detail
     just = result(frozen_rmsnorm, "just", need * 1.02)  # the same, just beyond it: wins
     review = Review(candidate="just", decision="accepted", reasons=["ok"])
