@@ -86,6 +86,7 @@ def test_concurrent_writers_on_sqlite(tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_concurrent_writers_on_postgresql(postgres):  # noqa: F811
     # Prefect's own URL form (asyncpg) names the database; the store reaches it with psycopg2.
-    assert postgres.startswith("postgresql+asyncpg://")
-    found = write_concurrently(postgres)
+    url = postgres["url"]
+    assert url.startswith("postgresql+asyncpg://")
+    found = write_concurrently(url)
     assert {r.host for r in found} == {f"w{k}" for k in range(WRITERS)}
