@@ -148,7 +148,9 @@ def test_optimize_lane_improves_in_two_rounds_and_ignores_an_unreceipted_claim(
         "rows64",
     ]
     r4, r64 = (c.verdict for c in lane.candidates)
-    assert r4.passed and r64.passed and r64.speedup > r4.speedup > 1
+    # Both beat the baseline; which of the two is faster under the CPU interpreter is noise
+    # (on a loaded machine they measured 3.031x and 3.036x), so the order is not asserted.
+    assert r4.passed and r64.passed and min(r4.speedup, r64.speedup) > 1
     assert re.search(r"key search: [1-9]\d* environments read, found 0", r4.output_tail)
     lane_dir = Path(lane.lane_dir)
     agent = json.loads((lane_dir / "agent.json").read_text())
@@ -159,7 +161,8 @@ def test_optimize_lane_improves_in_two_rounds_and_ignores_an_unreceipted_claim(
     assert report.winner is not None and report.winner.speedup == pytest.approx(
         max(r4.speedup, r64.speedup)
     )
-    assert len(agent["git_history"]) == 3 and "+ROWS = 64" in (lane_dir / "best.patch").read_text()
+    patch = (lane_dir / "best.patch").read_text()
+    assert len(agent["git_history"]) == 3 and ("+ROWS = 64" in patch or "+ROWS = 4" in patch)
     (card,) = agent_env.glob("*.md")
     assert "Measured by the harness" in card.read_text() and " ms" not in card.read_text()
     summary = json.loads((lane_dir / "transcripts" / "summary.json").read_text())
