@@ -5,7 +5,8 @@
 Freezes examples/rmsnorm_torch and checks benchmarks/candidates/rmsnorm_compiled.py
 (torch.compile of the same function) `--checks` times with fresh interpreters
 (BAKEOFF_WARM_START=0) and as many times forked from the warm server, which has imported
-torch, Dynamo and Inductor. Every check compiles afresh: each gets its own empty caches.
+torch (not Dynamo or Inductor: the candidate's process imports those itself). Every check
+compiles afresh: each gets its own empty caches.
 """
 
 from __future__ import annotations
