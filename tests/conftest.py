@@ -57,19 +57,24 @@ def prefect_api():
 
 @pytest.fixture(scope="session")
 def campaign_run(prefect_api, tmp_path_factory):
-    """A real two-round campaign of rmsnorm (one lane a round, copies of the baseline checked
-    by the harness): its directory and the report it returned. Shared by the campaign test and
-    the HTML report test, so CI pays for these bake-offs once."""
+    """A real two-round campaign of a wasteful rmsnorm (one lane a round, the lean kernel of
+    examples/ checked by the harness): its directory and the report it returned. Shared by the
+    campaign test and the HTML report test, so CI pays for these bake-offs once."""
+    import shutil
+
     from flows.campaign import campaign
 
-    from .campaign_doubles import CAMPAIGN
+    from .campaign_doubles import CAMPAIGN, WASTEFUL
 
+    problem = tmp_path_factory.mktemp("problem") / "rmsnorm_torch"
+    shutil.copytree(EXAMPLES / "rmsnorm_torch", problem)
+    (problem / "kernel.py").write_text(WASTEFUL)
     root = tmp_path_factory.mktemp("campaign") / "run"
     old = os.environ.get("BAKEOFF_LOCK_DIR")
     os.environ["BAKEOFF_LOCK_DIR"] = str(root.parent / "locks")
     try:
         final = campaign(
-            str(EXAMPLES / "rmsnorm_torch"),
+            str(problem),
             rounds=2,
             run_dir=str(root),
             mode="optimize",

@@ -19,7 +19,7 @@ def test_second_round_starts_from_the_first_rounds_best(campaign_run):
     first, second = ledger["rounds"]
     assert first["seed"] is None and first["best"] and first["improved"]
     best = first["best"]
-    assert best["round"] == 1 and best["name"].startswith("torch-copy")
+    assert best["round"] == 1 and best["name"].startswith("torch-lean")
 
     seen = [
         json.loads((root / "rounds" / n / "lanes/torch/work" / SEEN).read_text())
