@@ -10,10 +10,8 @@ import shutil
 from pathlib import Path
 
 from scripts.verdict import Status
-from tasks.results import Review
-
 from tasks.models import CandidateRef
-from tasks.results import SearchOutcome
+from tasks.results import Review, SearchOutcome
 
 from .role_doubles import QUICK, _lane
 
