@@ -57,6 +57,11 @@ def sh(argv, timeout, **kw) -> tuple[int, str, float]:
     return rc, out if isinstance(out, str) else out.decode(errors="replace"), time.monotonic() - t0
 
 
+def _median(lists) -> float | None:
+    values = [x for xs in lists for x in (xs or [])]
+    return statistics.median(values) if values else None
+
+
 def checked(run_dir: Path) -> list[dict]:
     """Every distinct check of a bake-off (tasks.evaluate keeps one per candidate identity)."""
     rows = []
@@ -77,6 +82,8 @@ def checked(run_dir: Path) -> list[dict]:
                 else None,
                 "host_call_ms": (timed[0]["timing"].get("host_call_ms") if timed else None),
                 "host_bound": sum(w["timing"].get("host_bound_samples", 0) for w in timed),
+                "gate_flushes": _median(w["timing"].get("gate_flushes") for w in timed[:1]),
+                "gate_excess_ms": _median(w["timing"].get("gate_excess_ms") for w in timed[:1]),
                 "beside_ms": (timed[0].get("baseline_ms") if timed else None),
                 "frozen_ms": (timed[0].get("frozen_baseline_ms") if timed else None),
                 "speedup": v.get("speedup"),
@@ -304,12 +311,13 @@ def judge(rows, problems, twice, single, ncu_ms, corpus_rc) -> dict:
 
 
 def print_table(rows, problems, twice, aims) -> None:
-    print("\n| problem | candidate | status | harness ms | do_bench ms | ratio | host ms/call | overhead s/wl |")  # fmt: skip
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("\n| problem | candidate | status | harness ms | do_bench ms | ratio | host ms/call | gate | gate excess ms | overhead s/wl |")  # fmt: skip
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     f = lambda v, p=4: "-" if v is None else f"{v:.{p}g}"  # noqa: E731
     for r in rows:
         print(f"| {r['problem']} | {r['name']} | {r['status']} | {f(r['harness_ms'])} | "
               f"{f(r.get('do_bench_ms'))} | {f(r.get('ratio'))} | {f(r['host_call_ms'], 3)} | "
+              f"{f(r.get('gate_flushes'))} | {f(r.get('gate_excess_ms'), 3)} | "
               f"{f(r['overhead_s_per_workload'], 3)} |")  # fmt: skip
     print("\n| problem | wall s | winner | speedup | winner do_bench ms | best peer do_bench ms |")
     print("| --- | --- | --- | --- | --- | --- |")
