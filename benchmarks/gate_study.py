@@ -12,7 +12,9 @@ harness's two alternating input buffers. Per gate it prints the start-to-end dev
 old fixed expectation (calibrated flush x gate + noise) would have charged (`old charge`), and
 what the clock charges now (`charged`). Reading: if `raw` grows with the gate, the device really
 runs the call slower after a longer flush train; if only `old charge` grows, the accounting did.
-A last row times the harness's gate size on one fixed buffer (inputs rotated or not).
+Last, at the harness's own gate size: one input buffer instead of two, the previous output
+dropped before the next call instead of kept alive (CUDA-graph trees care), and both, which
+is how do_bench calls it.
 Needs a GPU (one line and exit 2 without).
 """
 
@@ -52,23 +54,26 @@ def inputs(module, seed: int) -> list:
     return [a.cuda() if isinstance(a, torch.Tensor) else a for a in module.get_inputs()]
 
 
-def sample_gate(clock, flush, fn, module, gate: int, samples: int, rotate: bool) -> dict:
-    """`samples` samples at a fixed gate (no retakes), inputs refilled in turn as the child does."""
+def sample_gate(clock, flush, fn, fresh, gate, samples, rotate=True, keep=True) -> dict:
+    """`samples` samples at a fixed gate (no retakes). Before each, new values are copied into
+    the inputs as the child does, into two buffers in turn (`rotate`) or one; the previous
+    sample's output stays alive during the next call as in the child (`keep`), or is dropped
+    first, as do_bench does. `fresh` holds two sets of input values."""
     import torch
 
-    slots: list[list] = []
+    slots = [list(fresh[0]), list(fresh[1])]
+    slots = [[a.clone() if isinstance(a, torch.Tensor) else a for a in slot] for slot in slots]
+    out = None
     raw, beyond, old, charged, early = [], [], [], [], 0
     for k in range(samples):
-        fresh = inputs(module, 100 + k)
-        if not rotate and slots:
-            args = slots[0]
-        elif len(slots) < ROTATE:
-            slots.append(fresh)
-            args = fresh
-        else:
-            args = [a.copy_(f) if isinstance(a, torch.Tensor) else f for a, f in zip(slots[k % ROTATE], fresh)]  # fmt: skip
+        args = slots[k % ROTATE if rotate else 0]
+        for a, f in zip(args, fresh[(k // ROTATE) % 2]):
+            if isinstance(a, torch.Tensor):
+                a.copy_(f)
         clock.gate = gate
-        _, ms, _ = clock._sample(fn, args, flush)
+        if not keep:
+            out = None
+        out, ms, _ = clock._sample(fn, args, flush)
         raw.append(ms - clock.gate_excess_ms)
         beyond.append(clock.gate_run_ms - clock.gate_ref_ms)
         expected = gate * clock.gate_ms + clock.gate_tolerance_ms
@@ -79,6 +84,7 @@ def sample_gate(clock, flush, fn, module, gate: int, samples: int, rotate: bool)
     return {
         "gate": gate,
         "rotate": rotate,
+        "keep": keep,
         "raw_ms": med(raw),
         "raw_min_ms": min(raw),
         "beyond_ref_ms": med(beyond),
@@ -118,6 +124,7 @@ def main(argv: list[str]) -> int:
     for mode in args.modes.split(","):
         fn = build(module, mode)
         fixed = inputs(module, 1)
+        fresh = [inputs(module, 2), inputs(module, 3)]
         for _ in range(5):
             fn(*fixed)
         torch.cuda.synchronize()
@@ -126,8 +133,9 @@ def main(argv: list[str]) -> int:
         host = statistics.median(_host_ms(fn, fixed) for _ in range(5))
         clock.calibrate(flush, host)
         auto = clock.gate
-        found = [sample_gate(clock, flush, fn, module, g, args.samples, True) for g in gates]
-        found.append(sample_gate(clock, flush, fn, module, auto, args.samples, False))
+        found = [sample_gate(clock, flush, fn, fresh, g, args.samples) for g in gates]
+        for rotate, keep in ((False, True), (True, False), (False, False)):
+            found.append(sample_gate(clock, flush, fn, fresh, auto, args.samples, rotate, keep))
         for r in found:
             r.update(mode=mode, do_bench_ms=bench, host_ms=host, auto_gate=auto)
             r["timed_vs_do_bench"] = r["timed_ms"] / bench - 1
@@ -135,11 +143,12 @@ def main(argv: list[str]) -> int:
         rows += found
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
-    print("\n| mode | gate | inputs | raw ms | raw min | beyond ref ms | old charge ms | charged ms "
+    print("\n| mode | gate | inputs | last output | raw ms | raw min | beyond ref ms | old charge ms | charged ms "
           "| timed ms | do_bench ms | timed vs do_bench | early |")  # fmt: skip
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         print(f"| {r['mode']} | {r['gate']} | {'rotated' if r['rotate'] else 'one buffer'} | "
+              f"{'kept' if r['keep'] else 'dropped'} | "
               f"{r['raw_ms']:.4f} | {r['raw_min_ms']:.4f} | {r['beyond_ref_ms']:.4f} | "
               f"{r['old_charge_ms']:.4f} | {r['charged_ms']:.4f} | {r['timed_ms']:.4f} | "
               f"{r['do_bench_ms']:.4f} | {100 * r['timed_vs_do_bench']:+.1f}% | {r['early']} |")  # fmt: skip
