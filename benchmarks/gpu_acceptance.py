@@ -82,6 +82,18 @@ def problem_name(item: str) -> str:
     return "-".join(source.with_suffix("").parts)
 
 
+def phase_seconds(run_dir: Path) -> dict[str, float]:
+    """Seconds from each phase's start to the next one's (progress.json's `phase_started`)."""
+    try:
+        started = json.loads((run_dir / "progress.json").read_text()).get("phase_started") or {}
+    except (OSError, ValueError):
+        return {}
+    from datetime import datetime
+
+    stamps = sorted((datetime.fromisoformat(t), phase) for phase, t in started.items())
+    return {a[1]: round((b[0] - a[0]).total_seconds(), 1) for a, b in zip(stamps, stamps[1:])}
+
+
 def _median(lists) -> float | None:
     values = [x for xs in lists for x in (xs or [])]
     return statistics.median(values) if values else None
@@ -263,6 +275,7 @@ def main(argv: list[str]) -> int:
             "reached": True,
             "exit": rc,
             "wall_s": wall,
+            "phases_s": phase_seconds(run_dir),
             "winner": winner["name"] if winner else None,
             "winner_speedup": winner["speedup"] if winner else None,
             "winner_ms": win_row["harness_ms"] if win_row else None,
@@ -272,7 +285,7 @@ def main(argv: list[str]) -> int:
         }
         problems.append(entry)
         runs[name] = run_dir
-        print(f"  {name}: exit {rc}, {wall:.0f} s, winner {entry['winner']}", flush=True)
+        print(f"  {name}: exit {rc}, {wall:.0f} s {entry['phases_s']}, winner {entry['winner']}", flush=True)  # fmt: skip
     twice = []
     for name in ("cross_entropy", "layernorm"):
         eager = next((r for r in rows if r["problem"] == name and r["name"] == "baseline"), None)
