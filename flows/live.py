@@ -25,7 +25,9 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from flows.server_warmup import start_beside_freeze
 from tasks.freezing import freeze_isolated
+from tasks.gpu_pool import resolve
 from tasks.request import BakeoffRequest, validate
 from tasks.results import Report
 from tasks.run_store import LaneStore, RunStore, default_run_dir
@@ -185,11 +187,13 @@ def run(request: BakeoffRequest, as_json: bool = False, debug: bool = False) -> 
         console=console,
         transient=True,
     )
+    server_started = start_beside_freeze(resolve(req.pool).kind)
     with freezing:  # checking and timing the baseline: seconds, a minute or more for big ones
         freezing.add_task(
             f"freezing {req.kernel_path}: checking and timing the baseline", total=None
         )
         freeze_isolated(Path(req.kernel_path), run_dir / "task", req.pool)
+    server_started()
     from tasks.agents import check_agents  # first Prefect import: the request is good by now
 
     check_agents(req.agents)

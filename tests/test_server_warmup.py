@@ -1,0 +1,64 @@
+"""The temporary Prefect server started beside the freeze (flows/server_warmup.py): on a GPU
+host it is up, healthy and the very instance the first flow call uses, by the time the freeze
+ends; on a CPU-only host nothing starts early (the freeze's timing would share its cores).
+Each case in a fresh interpreter with no Prefect API configured, as `bakeoff run` starts."""
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+PROGRAM = textwrap.dedent(
+    """
+    import sys, time
+    import httpx
+    from flows.server_warmup import start_beside_freeze
+    t0 = time.monotonic()
+    join = start_beside_freeze(sys.argv[1])
+    returned = time.monotonic() - t0
+    join()
+    from prefect.server.api.server import SubprocessASGIServer
+    started = list(SubprocessASGIServer._instances.values())
+    if started:
+        server = SubprocessASGIServer()
+        print("health", httpx.get(server.api_url + "/health").status_code)
+        from prefect.client.orchestration import get_client
+        with get_client(sync_client=True) as client:  # the flow's way in: the same server
+            print("same", str(client.api_url).rstrip("/") == server.api_url.rstrip("/"))
+        server.stop()
+    print("returned_s", round(returned, 2), "started", len(started))
+    """
+)
+
+
+def run(kind: str, tmp_path) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    env.update(PREFECT_HOME=str(tmp_path / "prefect"), PREFECT_SERVER_ANALYTICS_ENABLED="false")
+    done = subprocess.run(
+        [sys.executable, "-c", PROGRAM, kind],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+@pytest.mark.slow
+def test_on_a_gpu_host_the_server_is_up_when_the_freeze_ends(tmp_path):
+    out = run("cuda", tmp_path)
+    assert "health 200" in out and "same True" in out and "started 1" in out
+    returned = float(out.split("returned_s ")[1].split()[0])
+    assert returned < 1.0  # the caller went on to freeze at once
+
+
+def test_on_a_cpu_host_nothing_starts_early(tmp_path):
+    out = run("cpu", tmp_path)
+    assert "started 0" in out and "health" not in out
