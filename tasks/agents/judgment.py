@@ -126,13 +126,11 @@ def plan_authors(
             say(f"op_benchmarker failed ({exc.reason}); the author lanes are Discover's plan")
             return outcome
     plan = outcome.plan
-    kept_entries = [e for e in plan.plan if e.mode != "author"]
-    taken = {(e.language or "").lower() for e in kept_entries}
+    kept_entries = [e for e in plan.plan if e.mode != "author"]  # a language may have both
     why = "; ".join(answer.reasons) or "op_benchmarker's plan"
     authors = [
         PlanEntry(language=lang.lower(), mode="author", reason=f"op_benchmarker: {why}")
         for lang in dict.fromkeys(answer.languages)
-        if lang.lower() not in taken
     ]
     say(f"op_benchmarker: author lanes {', '.join(e.language for e in authors) or 'none'} ({why})")
     new_plan = plan.model_copy(update={"plan": kept_entries + authors})
