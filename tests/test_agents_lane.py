@@ -38,6 +38,13 @@ def review_what_is_put_forward(body) -> dict:
     return reply(tool("submit", candidate=chosen, decision="accepted", reasons=["honest softmax"]))
 
 
+def prose(body) -> dict:
+    """The reporter: quotes the winner's figure from the ranked table it was given."""
+    found = re.search(r"winner: (\S+) at (\d+\.\d+)x", body["messages"][0]["content"])
+    said = f"{found.group(1)} won at {found.group(2)}x." if found else "The input is kept."
+    return reply(tool("submit", summary=said, caveats=["Timed with a host clock."]))
+
+
 CARD = reply(
     tool(
         "submit",
@@ -58,6 +65,7 @@ def test_author_lane_by_bakeoff_run_ends_with_a_model_written_winner(tmp_path):
         submit_round("rows64"),
         review_what_is_put_forward,
         CARD,
+        prose,
     ]
     learned = tmp_path / "learned"
     with held_key() as key, ScriptedAPI(steps) as api:
@@ -85,7 +93,8 @@ def test_author_lane_by_bakeoff_run_ends_with_a_model_written_winner(tmp_path):
         "02-reviewer.jsonl",
         "03-update_experience.jsonl",
     ]
-    assert "rows64" in (tmp_path / "run" / "report.md").read_text()
+    markdown = (tmp_path / "run" / "report.md").read_text()
+    assert f"rows64 won at {out['winner']['speedup']:.3f}x." in markdown  # the reporter's prose
     cards = list(learned.glob("softmax-triton-*.md"))
     assert len(cards) == 1 and "x overall" in cards[0].read_text()
     assert (learned / "archive" / "softmax").is_dir()
@@ -142,6 +151,7 @@ def test_optimize_lane_improves_in_two_rounds_and_ignores_an_unreceipted_claim(
         submit_round("rows64", receipt="0" * 20, speedup=99.0),  # no such receipt
         review_what_is_put_forward,
         CARD,
+        prose,
     ]
     with held_key(), ScriptedAPI(steps) as api:
         report = bake(softmax, "optimize", api, 2, monkeypatch)
@@ -182,6 +192,7 @@ def test_a_loss_writes_no_learned_card(prefect_api, softmax, agent_env, monkeypa
         reply(tool("write_file", path="candidates/w/kernel.py", content=WRONG)),
         check_step("candidates/w", "wrong"),
         submit_round("wrong"),
+        prose,
     ]
     with held_key(), ScriptedAPI(steps) as api:
         report = bake(softmax, "author", api, 1, monkeypatch)
