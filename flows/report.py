@@ -108,7 +108,11 @@ def report(
     )
     from tasks.agents.judgment import report_prose  # the reporter, where a model answers it
 
-    prose, dropped = report_prose(result, agents, logger.info)
+    try:
+        prose, dropped = report_prose(result, agents, logger.info)
+    except Exception as exc:  # the report stands without its prose; say so
+        logger.warning(f"no prose: the reporter failed: {type(exc).__name__}: {exc}")
+        prose, dropped = "", []
     result = result.model_copy(update={"prose": prose, "prose_dropped": dropped})
     markdown = render("report.md.j2", report=result)
     Path(result.report_path).write_text(markdown)

@@ -137,7 +137,11 @@ def curate_bakeoff(lanes, task_dir: Path, say) -> Path | None:
         {"lane": lane.key, "candidate": win.candidate.name, "overall": speedup}
         for speedup, lane, win in wins[1:]
     ]
-    return update_experience(best, Path(task_dir), Path(best.lane_dir), say, others)
+    try:
+        return update_experience(best, Path(task_dir), Path(best.lane_dir), say, others)
+    except Exception as exc:  # the bake-off stands without its card
+        say(f"no learned card: {type(exc).__name__}: {exc}")
+        return None
 
 
 def update_experience(
