@@ -175,6 +175,7 @@ def _configs(req: BakeoffRequest, frozen, specs, run_root: Path, attempt: str):
             pool=req.pool,
             pin_index=i,
             attempt=attempt,
+            learn="bakeoff" if req.mode == "bakeoff" else "lane",
         )
         for i, spec in enumerate(specs)
     ]
@@ -279,6 +280,12 @@ def bakeoff(
         if req.mode == "bakeoff":
             store.set_phase("discover")
             discovered = _discover(req, frozen, run_root, warnings)
+            if discovered is not None:  # op_benchmarker's author plan, where a model answers it
+                from tasks.agents.judgment import plan_authors
+
+                discovered = plan_authors(
+                    discovered, frozen.task_dir, str(run_root), req.agents, logger.info
+                )
             logger.info(phases.discover_line(discovered))
         specs, plan_warnings = resolve_lanes(
             frozen.language,
@@ -304,6 +311,10 @@ def bakeoff(
         results = _run_lanes(req, configs, reused)
         for result in results:
             logger.info(phases.lane_line(result))
+        if req.mode == "bakeoff":  # one curated learned card for the whole bake-off
+            from tasks.agents.review import curate_bakeoff
+
+            curate_bakeoff(results, frozen.task_dir, logger.info)
         store.set_phase("report")
         final = report(
             str(kernel_path),
@@ -316,6 +327,7 @@ def bakeoff(
             warnings,
             history_url,
             publish_artifacts=False,
+            agents=req.agents,
         )
     publish(final, scope=artifact_scope())  # on this run, the one a user opens
     logger.info(phases.winner_line(final))

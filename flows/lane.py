@@ -3,7 +3,8 @@
 It leases a device from this host's pool (waiting while all are busy), asks the optimizer or
 author role for candidates (the model-driven lane loop when a model is configured, else the
 search), every one checked on that device against the frozen baseline, then asks the reviewer
-about the best, and after a measured win of a model lane writes one learned card. Without a
+about the best, and after a measured win of a model lane writes one learned card (in bakeoff
+mode the bake-off curates one card for all its lanes instead). Without a
 model an author lane is skipped, saying so; a lane that checked nothing is never `completed`.
 Whatever happens, the lane's result is written under its directory and the device is given
 back; a failure marks the flow run failed and never raises past the dispatcher.
@@ -213,6 +214,8 @@ def _work(config: LaneConfig, store: LaneStore, lease: Lease, result: LaneResult
     say(f"reviewer: {result.review.decision} {result.review.candidate or ''}".rstrip())
     from tasks.agents.review import update_experience
 
+    if config.learn == "bakeoff":  # the bake-off writes one curated card after every lane
+        return
     try:
         update_experience(result, Path(config.task_dir), store.root, say)
     except Exception as exc:  # the lane's result stands without its card

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -165,6 +166,11 @@ def run(request: BakeoffRequest, as_json: bool = False, debug: bool = False) -> 
     if not debug:  # the display and the UI carry what Prefect would print on the console
         os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
     req = validate(request)
+    from flows.cli import with_spec
+
+    kernel_path, said = with_spec(Path(req.kernel_path), Path(req.runs_root))
+    if said:  # the flow freezes and reports from the copy that has the written op.toml
+        req = req.model_copy(update={"kernel_path": str(kernel_path)})
     run_dir = Path(
         req.run_dir
         or default_run_dir(
@@ -175,6 +181,10 @@ def run(request: BakeoffRequest, as_json: bool = False, debug: bool = False) -> 
     console = Console(stderr=as_json)
     if not console.is_terminal:
         console.width = 140  # a log file or a pipe: room for the ranking table
+    if said:  # the written spec is kept in the run directory too
+        run_dir.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(kernel_path / "op.toml", run_dir / "op.toml")
+        console.print(f"{said}; kept as {run_dir / 'op.toml'}", soft_wrap=True)
     from scripts.isolation import warning
 
     unsafe = warning()  # candidates could read this user's processes' environment

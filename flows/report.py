@@ -84,6 +84,7 @@ def report(
     warnings: list[str] | None = None,
     history_url: str | None = None,
     publish_artifacts: bool = True,
+    agents: dict[str, str] | None = None,
 ) -> Report:
     logger = get_run_logger()
     rows, winner = rank(lanes, discovered, Path(task_dir))
@@ -105,6 +106,14 @@ def report(
         html_path=str(Path(run_dir) / "report.html"),
         measurement=measurement(Path(task_dir)),
     )
+    from tasks.agents.judgment import report_prose  # the reporter, where a model answers it
+
+    try:
+        prose, dropped = report_prose(result, agents, logger.info)
+    except Exception as exc:  # the report stands without its prose; say so
+        logger.warning(f"no prose: the reporter failed: {type(exc).__name__}: {exc}")
+        prose, dropped = "", []
+    result = result.model_copy(update={"prose": prose, "prose_dropped": dropped})
     markdown = render("report.md.j2", report=result)
     Path(result.report_path).write_text(markdown)
     write_json(Path(run_dir) / "report.json", result)

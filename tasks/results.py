@@ -56,6 +56,8 @@ class LaneConfig(BaseModel):
     # A campaign round's start (flows/campaign.py): the best variant so far (tasks.campaign
     # .Variant as a dict, or none yet) and `history_dir`, the search history shared by rounds.
     seed: dict | None = None
+    # a model lane writes its own learned card; in bakeoff mode the bake-off curates one instead
+    learn: Literal["lane", "bakeoff"] = "lane"
 
 
 class Lease(BaseModel):
@@ -139,6 +141,10 @@ class Report(BaseModel):
     html_path: str = ""  # report.html beside report.md (tasks/report_html.py)
     # fingerprint (device, arch, driver, torch, triton), clock, interpreted, baseline_spread
     measurement: dict = Field(default_factory=dict)
+    # the reporter's prose (tasks/agents/judgment.py), and its sentences dropped for quoting
+    # figures the ranked table does not hold
+    prose: str = ""
+    prose_dropped: list[str] = Field(default_factory=list)
 
 
 class DiscoverOutcome(BaseModel):

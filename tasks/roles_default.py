@@ -4,6 +4,8 @@ planner    Discover's plan, from measurements (tasks.discover.discover)
 optimizer  the lane's search in optimize mode (tasks.search.run_search)
 author     the same search in author mode
 reviewer   accepts or flags the best candidate from its verdicts and timing spread
+op_benchmarker  the author languages of Discover's plan, as they are
+reporter   no prose (the report's tables and verdicts say it all)
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 
 from scripts.verdict import Status
 from tasks.agents import RoleRequest
+from tasks.agents.outputs import AuthorPlan, ReportProse
 from tasks.models import CandidateResult, DiscoverPlan
 from tasks.results import Review, SearchOutcome
 
@@ -118,3 +121,14 @@ def review_candidates(candidates: list[CandidateResult]) -> Review:
 
 def review(request: RoleRequest) -> Review:
     return review_candidates(request.inputs["candidates"])
+
+
+def author_plan(request: RoleRequest) -> AuthorPlan:
+    plan = request.inputs.get("plan")
+    entries = plan.plan if plan is not None else []
+    authors = [e.language for e in entries if e.mode == "author" and e.language]
+    return AuthorPlan(languages=authors, reasons=["Discover's plan"])
+
+
+def no_prose(request: RoleRequest) -> ReportProse:
+    return ReportProse(summary="")

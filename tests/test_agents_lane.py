@@ -38,6 +38,13 @@ def review_what_is_put_forward(body) -> dict:
     return reply(tool("submit", candidate=chosen, decision="accepted", reasons=["honest softmax"]))
 
 
+def prose(body) -> dict:
+    """The reporter: quotes the winner's figure from the ranked table it was given."""
+    found = re.search(r"winner: (\S+) at (\d+\.\d+)x", body["messages"][0]["content"])
+    said = f"{found.group(1)} won at {found.group(2)}x." if found else "The input is kept."
+    return reply(tool("submit", summary=said, caveats=["Timed with a host clock."]))
+
+
 CARD = reply(
     tool(
         "submit",
@@ -58,6 +65,7 @@ def test_author_lane_by_bakeoff_run_ends_with_a_model_written_winner(tmp_path):
         submit_round("rows64"),
         review_what_is_put_forward,
         CARD,
+        prose,
     ]
     learned = tmp_path / "learned"
     with held_key() as key, ScriptedAPI(steps) as api:
@@ -85,7 +93,8 @@ def test_author_lane_by_bakeoff_run_ends_with_a_model_written_winner(tmp_path):
         "02-reviewer.jsonl",
         "03-update_experience.jsonl",
     ]
-    assert "rows64" in (tmp_path / "run" / "report.md").read_text()
+    markdown = (tmp_path / "run" / "report.md").read_text()
+    assert f"rows64 won at {out['winner']['speedup']:.3f}x." in markdown  # the reporter's prose
     cards = list(learned.glob("softmax-triton-*.md"))
     assert len(cards) == 1 and "x overall" in cards[0].read_text()
     assert (learned / "archive" / "softmax").is_dir()
@@ -125,44 +134,47 @@ def bake(softmax: Path, mode: str, api: ScriptedAPI | None, budget: int, monkeyp
 def test_optimize_lane_improves_in_two_rounds_and_ignores_an_unreceipted_claim(
     prefect_api, softmax, agent_env, monkeypatch
 ):
+    """Round 1 checks the incumbent as it is (with a search for the key prepended), round 2 the
+    rows-per-program kernel. The two are 3-4x apart, so which is better is a fact of the
+    verdicts, not of this machine's load: a round-1 kernel that was itself faster than the
+    baseline (rows4) measured from 2.0x down to 1.37x overall here (0.72x on one workload)
+    under load, which made "both beat the baseline" fail about one run in four."""
     monkeypatch.setenv("BAKEOFF_AGENT_PER_ROUND", "1")
+    incumbent = (softmax / "kernel.py").read_text()
     steps = [
         reply(tool("read_file", path="candidates/incumbent/kernel.py")),
-        reply(
-            tool("write_file", path="candidates/r4/kernel.py", content=KEY_SEARCH + rows_kernel(4))
-        ),
-        check_step("candidates/r4", "rows4"),
-        submit_round("rows4"),
+        reply(tool("write_file", path="candidates/r1/kernel.py", content=KEY_SEARCH + incumbent)),
+        check_step("candidates/r1", "incumbent-again"),
+        submit_round("incumbent-again"),
         reply(tool("write_file", path="candidates/r64/kernel.py", content=rows_kernel(64))),
         check_step("candidates/r64", "rows64"),
         submit_round("rows64", receipt="0" * 20, speedup=99.0),  # no such receipt
         review_what_is_put_forward,
         CARD,
+        prose,
     ]
     with held_key(), ScriptedAPI(steps) as api:
         report = bake(softmax, "optimize", api, 2, monkeypatch)
         assert api.remaining() == 0
     (lane,) = report.lanes
     assert lane.status == "completed" and [c.candidate.name for c in lane.candidates] == [
-        "rows4",
+        "incumbent-again",
         "rows64",
     ]
-    r4, r64 = (c.verdict for c in lane.candidates)
-    # Both beat the baseline; which of the two is faster under the CPU interpreter is noise
-    # (on a loaded machine they measured 3.031x and 3.036x), so the order is not asserted.
-    assert r4.passed and r64.passed and min(r4.speedup, r64.speedup) > 1
-    assert re.search(r"key search: [1-9]\d* environments read, found 0", r4.output_tail)
+    r1, r64 = (c.verdict for c in lane.candidates)
+    assert r1.passed and r64.passed and r64.speedup > r1.speedup
+    assert re.search(r"key search: [1-9]\d* environments read, found 0", r1.output_tail)
     lane_dir = Path(lane.lane_dir)
     agent = json.loads((lane_dir / "agent.json").read_text())
     assert agent["stopped"] == "check budget spent (2 candidates)" and agent["rounds"] == 2
+    assert agent["best"] == "rows64"  # kept by the verdicts, the round-2 claim ignored
     ignored = agent["claims"][1]
     assert ignored["claimed"] == 99.0 and not ignored["counted"] and "no matching" in ignored["why"]
     assert all(row.speedup != 99.0 for row in report.rows)
-    assert report.winner is not None and report.winner.speedup == pytest.approx(
-        max(r4.speedup, r64.speedup)
-    )
+    assert report.winner is not None and report.winner.name == "rows64"
+    assert report.winner.speedup == pytest.approx(r64.speedup)
     patch = (lane_dir / "best.patch").read_text()
-    assert len(agent["git_history"]) == 3 and ("+ROWS = 64" in patch or "+ROWS = 4" in patch)
+    assert len(agent["git_history"]) == 3 and "+ROWS = 64" in patch
     (card,) = agent_env.glob("*.md")
     assert "Measured by the harness" in card.read_text() and " ms" not in card.read_text()
     summary = json.loads((lane_dir / "transcripts" / "summary.json").read_text())
@@ -180,6 +192,7 @@ def test_a_loss_writes_no_learned_card(prefect_api, softmax, agent_env, monkeypa
         reply(tool("write_file", path="candidates/w/kernel.py", content=WRONG)),
         check_step("candidates/w", "wrong"),
         submit_round("wrong"),
+        prose,
     ]
     with held_key(), ScriptedAPI(steps) as api:
         report = bake(softmax, "author", api, 1, monkeypatch)

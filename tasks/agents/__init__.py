@@ -7,7 +7,8 @@
     claude_code  the Claude Code CLI driver, behind a local proxy that holds the key
     loop         the lane loop of the author and optimizer roles
     review       the reviewer's and update_experience's model conversations
-    freezer      oracle_freezer: an op spec for a kernel directory that has none
+    freezer      oracle_freezer: an op spec for a kernel directory that has none (the CLI hook)
+    judgment     op_benchmarker (the author plan) and reporter (prose, figures checked)
     tools        file, command, check and profile tools confined to the lane workspace
     workspace    the lane workspace, its git history, the iterations log and the receipts
     transcript   transcripts, tokens and cost per role call and per lane
@@ -18,23 +19,12 @@ that nothing this process starts afterwards inherits it.
 """
 
 from tasks.agents.settings import take_key
-from tasks.agents.wrapper import (
-    ROLES,
-    Deadline,
-    DeadlineExceeded,
-    RoleFailed,
-    RoleRequest,
-    RoleSpec,
-    ask,
-    check_agents,
-    load_responder,
-    render_prompt,
-    responder_for,
-)
 
 take_key()
 
-__all__ = [
+# The wrapper (and with it Prefect) loads on first use of one of its names, so code that needs
+# only the settings or the spec hook (`bakeoff freeze` on a directory without a spec) stays light.
+_WRAPPER = (
     "ROLES",
     "Deadline",
     "DeadlineExceeded",
@@ -46,4 +36,13 @@ __all__ = [
     "load_responder",
     "render_prompt",
     "responder_for",
-]
+)
+__all__ = list(_WRAPPER)
+
+
+def __getattr__(name: str):
+    if name in _WRAPPER:
+        from tasks.agents import wrapper
+
+        return getattr(wrapper, name)
+    raise AttributeError(f"module 'tasks.agents' has no attribute {name!r}")

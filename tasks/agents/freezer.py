@@ -125,3 +125,63 @@ class _NoWrite:
         if name == "write_file":
             return "refused: oracle_freezer writes nothing; submit the spec instead", True
         return self.tools.call(name, arguments)
+
+
+# --- the CLI's hook: `bakeoff run DIR` and `bakeoff freeze DIR` on a directory without a spec
+
+
+def needs_spec(path: Path) -> bool:
+    """A directory that no input format reads (no op.toml, not a KernelBench .py, not a trace
+    set): the case where oracle_freezer writes the spec."""
+    from scripts.formats import detect_format
+
+    path = Path(path)
+    if not path.is_dir():
+        return False
+    try:
+        detect_format(path)
+    except BadInput:
+        return True
+    return False
+
+
+def no_spec_here(path: Path) -> BadInput:
+    return BadInput(
+        str(path),
+        "no op spec here (no op.toml, not a KernelBench problem, not a trace set): write "
+        "op.toml, or set ANTHROPIC_API_KEY to have the oracle_freezer role write one",
+    )
+
+
+def staging_for(kernel_dir: Path, root: Path) -> Path:
+    """`root/specs/<dir name>-<hash of its sources>`: the same sources reuse the written spec,
+    so a resumed run freezes the same oracle instead of asking the model again."""
+    import hashlib
+
+    from scripts import manifest
+
+    files = manifest.build(Path(kernel_dir))
+    key = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:12]
+    return Path(root) / "specs" / f"{Path(kernel_dir).resolve().name}-{key}"
+
+
+def spec_for(kernel_path: Path, root: Path) -> tuple[Path, str]:
+    """The path to freeze and what was done to get it: the input itself when a format reads it;
+    else, with a model configured, a copy of it with the op.toml oracle_freezer wrote (under
+    `root/specs/`); else BadInput naming the directory and what is missing."""
+    from tasks.agents.settings import model_configured
+
+    kernel_path = Path(kernel_path)
+    if not needs_spec(kernel_path):
+        return kernel_path, ""
+    if not model_configured():
+        raise no_spec_here(kernel_path)
+    staging = staging_for(kernel_path, root)
+    written = staging / "input"
+    if (written / "op.toml").is_file():
+        return written, f"no op spec in {kernel_path}: reusing {written / 'op.toml'}"
+    write_spec(kernel_path, written, staging / "work")
+    return written, (
+        f"no op spec in {kernel_path}: oracle_freezer wrote {written / 'op.toml'} "
+        f"(the input is unchanged; transcript in {staging / 'work' / 'transcripts'})"
+    )

@@ -112,8 +112,43 @@ def measured_win(lane, task_dir: Path) -> CandidateResult | None:
     return chosen if m is not None and chosen.verdict.speedup > 1 + m else None
 
 
-def update_experience(lane, task_dir: Path, lane_dir: Path, say) -> Path | None:
-    """One learned card for a measured win of a model-driven lane; None (and why) otherwise."""
+def curate_bakeoff(lanes, task_dir: Path, say) -> Path | None:
+    """bakeoff mode: one learned card for the whole bake-off, however many model lanes won.
+
+    The card distils the best measured win of the bake-off's model-driven lanes (the lanes
+    that hold receipts); the other lanes' wins are named in update_experience's prompt, so one
+    curated update carries what the bake-off learned."""
+    wins = []
+    for lane in lanes:
+        lane_dir = Path(lane.lane_dir or "")
+        if lane.reused or not (lane_dir / "receipts.json").is_file():
+            continue  # a search lane, or one curated by the run that ran it
+        win = measured_win(lane, Path(task_dir))
+        if win is not None:
+            wins.append((win.verdict.speedup, lane, win))
+    if not model_configured():
+        return None
+    if not wins:
+        say("no learned card: no model lane of the bake-off won beyond the measured spread")
+        return None
+    wins.sort(key=lambda w: w[0], reverse=True)
+    _, best, _ = wins[0]
+    others = [
+        {"lane": lane.key, "candidate": win.candidate.name, "overall": speedup}
+        for speedup, lane, win in wins[1:]
+    ]
+    try:
+        return update_experience(best, Path(task_dir), Path(best.lane_dir), say, others)
+    except Exception as exc:  # the bake-off stands without its card
+        say(f"no learned card: {type(exc).__name__}: {exc}")
+        return None
+
+
+def update_experience(
+    lane, task_dir: Path, lane_dir: Path, say, others: list[dict] | None = None
+) -> Path | None:
+    """One learned card for a measured win of a model-driven lane; None (and why) otherwise.
+    `others`: the other winning lanes of the same bake-off (curate_bakeoff)."""
     from scripts.freeze import load_task
     from tasks.agents.workspace import Workspace
     from tasks.agents.wrapper import render_prompt
@@ -146,6 +181,7 @@ def update_experience(lane, task_dir: Path, lane_dir: Path, say) -> Path | None:
             "overall": win.verdict.speedup,
             "patch": ws.patch(win)[:MAX_SOURCE_CHARS],
             "iterations": (ws.root / "ITERATIONS.md").read_text(),
+            "others": others or [],
         },
     )
     transcript = ledger.open("update_experience")

@@ -36,6 +36,7 @@ from prefect.tasks import exponential_backoff
 from pydantic import BaseModel
 
 from scripts.errors import BadInput
+from tasks.agents.outputs import AuthorPlan, ReportProse
 from tasks.models import DiscoverPlan
 from tasks.results import Review, SearchOutcome
 from tasks.run_store import write_json
@@ -105,6 +106,25 @@ ROLES: dict[str, RoleSpec] = {
     # for the deterministic one's sake only
     "reviewer": RoleSpec(
         Review, "tasks.roles_default:review", 600, 2, 2.0, "reviewer", "tasks.agents.review:review"
+    ),
+    # asked only where a model (or a drop-in) answers them: tasks/agents/judgment.py
+    "op_benchmarker": RoleSpec(
+        AuthorPlan,
+        "tasks.roles_default:author_plan",
+        600,
+        0,
+        2.0,
+        "op_benchmarker",
+        "tasks.agents.judgment:benchmark",
+    ),
+    "reporter": RoleSpec(
+        ReportProse,
+        "tasks.roles_default:no_prose",
+        600,
+        0,
+        2.0,
+        "reporter",
+        "tasks.agents.judgment:write_prose",
     ),
 }
 
