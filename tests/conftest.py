@@ -1,4 +1,6 @@
+import atexit
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -14,7 +16,9 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 # `bakeoff run` subprocess was seen to die waiting for it before the run began.
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 # Prefect reads PREFECT_HOME when it is imported: a throwaway one for the session.
-os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="bakeoff-prefect-home-"))
+if "PREFECT_HOME" not in os.environ:
+    os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="bakeoff-prefect-home-")
+    atexit.register(shutil.rmtree, os.environ["PREFECT_HOME"], ignore_errors=True)
 try:
     import torch
 
