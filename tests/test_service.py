@@ -10,6 +10,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -341,7 +342,57 @@ def test_a_run_whose_host_dies_is_marked_crashed_and_the_next_run_resumes(servic
         said = "\n".join(log.message for log in client.read_logs(log_filter=only, limit=200))
     assert f"resumed: an earlier run ({rid[:8]}) stopped in phase 'lanes'" in said, said
     assert "reusing finished lane(s) torch" in said, said
+    assert "Discover (reused): " in said and "lane triton: completed" in said, said
     result = json.loads(next((tmp_path / "runs").glob("rmsnorm-*/report.json")).read_text())
     lanes = {lane["key"]: lane for lane in result["lanes"]}
     assert lanes["torch"]["reused"] and lanes["torch"]["status"] == "completed", lanes
     assert not lanes["triton"]["reused"] and lanes["triton"]["status"] == "completed", lanes
+
+
+def test_a_bakeoff_killed_during_discover_keeps_the_checks_it_finished(service, tmp_path):
+    """A bake-off's process killed (SIGKILL, with everything under it) after Discover's first
+    check: the next run takes that check as it was and checks only the second."""
+    params = {
+        "kernel_path": str(EXAMPLES / "rmsnorm_torch"),
+        "mode": "bakeoff",
+        "budget": 1,
+        "runs_root": str(tmp_path / "runs"),
+        "agents": {**QUICK, "planner": "tests.role_doubles:discover_checks_two_copies"},
+    }
+    script = f"from flows.bakeoff import bakeoff; bakeoff(**{params!r})"
+    env = {**service.env, "BAKEOFF_LOCK_DIR": str(tmp_path / "locks")}
+    first = subprocess.Popen(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env={**env, "BAKEOFF_TEST_HANG_IN_DISCOVER": "1"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    saved = tmp_path / "runs"
+
+    def first_check_saved():
+        return list(saved.glob("*/discover/results/*discover-copy0*.json"))
+
+    wait_for(first_check_saved, 300, "Discover's first check", first)
+    [kept] = first_check_saved()
+    verdict = json.loads(kept.read_text())["verdict"]
+    kill_tree(first.pid)
+    first.wait(10)
+
+    again = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    assert again.returncode == 0, again.stderr[-3000:]
+    [run_dir] = [p for p in saved.iterdir() if p.is_dir()]
+    log = (run_dir / "discover" / "lane.log").read_text()
+    assert "kept discover-copy0 from the interrupted run: PASSED" in log, log
+    assert "discover-copy1" in log and "kept discover-copy1" not in log, log
+    outcome = json.loads((run_dir / "discover" / "outcome.json").read_text())
+    measured = {m["candidate"]["name"]: m["verdict"] for m in outcome["plan"]["measured"]}
+    assert measured["discover-copy0"] == verdict  # the very check, not a new one
+    assert measured["discover-copy1"]["status"] == "PASSED"
