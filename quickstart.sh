@@ -2,7 +2,7 @@
 # Set up .venv (keeping any torch build already installed) and run a bake-off on a shipped example.
 # Usage: ./quickstart.sh [KERNEL_PATH] [extra `bakeoff run` arguments]
 # The default example, an unfused residual add + LayerNorm + SiLU chain in plain torch, is one
-# that torch.compile beats by several times the measured spread, on a CPU as on a GPU.
+# that torch.compile beats by several times the measured spread, on a CPU too.
 set -euo pipefail
 cd "$(dirname "$0")"
 bash scripts/setup_env.sh
