@@ -316,6 +316,10 @@ class Runner:
             record.host_gap_ms.append(self.clock.host_gap_ms)
             record.host_call_ms.append(self.clock.host_call_ms)
             record.gate_flushes.append(self.clock.gate)
+            if self.clock.gate_ref_ms is not None:
+                record.gate_ms.append(self.clock.gate_run_ms)
+                record.gate_ref_ms.append(self.clock.gate_ref_ms)
+                record.gate_excess_ms.append(self.clock.gate_excess_ms)
             record.host_bound += int(self.clock.early)
             record.sm_clock_mhz.append(self.sm_clock())
             idle_tails.append(self.clock.idle_tail())

@@ -95,6 +95,9 @@ class ChildWorkload(BaseModel):
     host_gap_ms: list[float] = Field(default_factory=list)
     host_call_ms: list[float] = Field(default_factory=list)  # the host's time to queue the call
     gate_flushes: list[int] = Field(default_factory=list)  # the gate ahead of each start event
+    gate_ms: list[float] = Field(default_factory=list)  # that gate's device time, per sample
+    gate_ref_ms: list[float] = Field(default_factory=list)  # the same gate alone, right after
+    gate_excess_ms: list[float] = Field(default_factory=list)  # charged to the sample
     host_bound: int = 0  # samples whose start event fired before the call was queued
     wall_calls: int = 0
     candidate_s: float = 0.0  # time spent inside the candidate's calls

@@ -1,12 +1,13 @@
 """Timing: device events (a host clock on CPU) in the child; the floors and cross-checks in the judge.
 
-One sample: fresh inputs, a device-wide synchronise, a gate of writes over a buffer larger than
-the last-level cache (long enough that the host has queued the whole call before the device
-reaches the start event: `Clock`), start event, the call, end event, a device-wide synchronise,
-a `settled` event, synchronise. The sample is start to end, plus however much later than an
-idle round trip the `settled` event came (work the call left running on other streams; see
-`settle`), plus however much longer than its calibrated length the gate took (work the call
-ran beside it). The clock's functions are captured
+One sample: fresh inputs, a device-wide synchronise, a lead-in flush, a gate of writes over a
+buffer larger than the last-level cache (long enough that the host has queued the whole call
+before the device reaches the start event: `Clock`), start event, the call, end event, a
+device-wide synchronise, a `settled` event, synchronise, then the same lead-in and gate again
+with nothing else running (the gate's reference). The sample is start to end, plus however
+much later than an idle round trip the `settled` event came (work the call left running on
+other streams; see `settle`), plus however much longer than its reference the gate took,
+beyond the gate's noise (work the call ran beside it). The clock's functions are captured
 when the child starts, before any candidate code is imported, so patching `time` or
 `torch.cuda.Event` afterwards does not reach them (and the child reports that it was patched).
 """
@@ -49,16 +50,22 @@ class Clock:
     graph bookkeeping): the host's cost per call is reported beside it. Whether the gate was
     long enough is seen, not assumed: if the start event has already fired when the call
     returns, the device waited on the host and the sample is taken again with a longer gate
-    (`early` says so if the last try was still early). The gate is the harness's own work, of
-    known length (`calibrate`): the time it took beyond that is work of the candidate's that ran
-    beside it (on a stream of its own) and is added to the sample, as `settle` adds the work
-    left running after the end event."""
+    (`early` says so if the last try was still early). The gate is the harness's own work: right
+    after the sample the same gate runs again alone (`gate_ref_ms`, after the same sync and
+    lead-in flush), and the time the sample's gate took beyond that reference and its noise is
+    work of the candidate's that ran beside it (on a stream of its own); it is added to the
+    sample, as `settle` adds the work left running after the end event. (The reference is
+    measured beside each sample, not once at calibration: a 256 MiB flush train runs a few per
+    cent slower within the sampling loop than in a calibration burst, and the gate is several
+    times longer than a short call, so a fixed expectation charged honest calls for it.)"""
 
     def __init__(self, device: str, now_ns=time.perf_counter_ns):
         self._now = now_ns
         self.before_ns = 0
         self.tail_ms: float | None = None
         self.gate_excess_ms = 0.0
+        self.gate_run_ms: float | None = None  # the sample's gate, gate0 to start
+        self.gate_ref_ms: float | None = None  # the same gate alone, right after the sample
         self.host_call_ms = 0.0
         self.host_gap_ms = 0.0
         self.early = False
@@ -83,7 +90,9 @@ class Clock:
 
     def calibrate(self, before, host_call_ms: float, repeats: int = 7) -> None:
         """One flush's device time on an idle device (median of `repeats`), its noise, and a
-        gate long enough to cover `host_call_ms` of the host's queueing with room to spare."""
+        gate long enough to cover `host_call_ms` of the host's queueing with room to spare.
+        The noise sets how far a gate may run past its reference before the excess is charged
+        (`gate_tolerance_ms` per flush, growing as the square root of the gate's length)."""
         if self.kind == "host" or before is None:
             return
         times = []
@@ -121,14 +130,21 @@ class Clock:
             self.gate = min(GATE_MAX, 2 * self.gate)
         return out, ms, host_ms
 
+    def _gate(self, before, first) -> None:
+        """A lead-in flush (so the gate starts on a device already at work), the event, the
+        gate's flushes."""
+        if before is not None:
+            before()
+        self._record(first)
+        if before is not None:
+            for _ in range(self.gate):
+                before()
+
     def _sample(self, fn, args, before):
         self._sync()
         gate0, start, end, settled = (self._event(enable_timing=True) for _ in range(4))
         b0 = self._now()
-        self._record(gate0)
-        if before is not None:
-            for _ in range(self.gate):
-                before()
+        self._gate(before, gate0)
         self.before_ns = self._now() - b0
         t0 = self._now()
         self._record(start)
@@ -143,14 +159,27 @@ class Clock:
         self._sync()
         t1 = self._now()
         self.tail_ms = float(self._elapsed(end, settled))
-        gate_ms = float(self._elapsed(gate0, start))
+        self.gate_run_ms = gate_ms = float(self._elapsed(gate0, start))
         self.gate_excess_ms = 0.0
-        if self.gate_ms is not None and before is not None:
-            expected = self.gate * self.gate_ms + self.gate_tolerance_ms
-            self.gate_excess_ms = max(0.0, gate_ms - expected)
+        self.gate_ref_ms = None
+        if before is not None:
+            r0 = self._now()
+            self.gate_ref_ms = self.reference(before)
+            self.before_ns += self._now() - r0
+            noise = self.gate_tolerance_ms * math.sqrt(self.gate)
+            self.gate_excess_ms = max(0.0, gate_ms - self.gate_ref_ms - noise)
         self.host_call_ms = (returned - t0) / 1e6
         self.host_gap_ms = max(0.0, (returned - b0) / 1e6 - gate_ms)
         return out, float(self._elapsed(start, end)) + self.gate_excess_ms, (t1 - t0) / 1e6
+
+    def reference(self, before) -> float:
+        """The sample's gate again, alone: sync, lead-in flush, event, the flushes, event."""
+        first, second = self._event(enable_timing=True), self._event(enable_timing=True)
+        self._sync()
+        self._gate(before, first)
+        self._record(second)
+        self._sync()
+        return float(self._elapsed(first, second))
 
     def idle_tail(self) -> float | None:
         """The same end-of-sample round trip with nothing left running: device busy (a short

@@ -45,6 +45,10 @@ class Timing(BaseModel):
     # even behind the longest gate (the call waits on the host, e.g. it synchronises itself):
     # those samples include host time.
     host_bound_samples: int = 0
+    # Per sample: the gate's flushes ahead of the start event and the time it took beyond the
+    # same gate run alone right after (charged to the sample when beyond the gate's noise).
+    gate_flushes: list[int] = Field(default_factory=list)
+    gate_excess_ms: list[float] = Field(default_factory=list)
 
 
 class WorkloadVerdict(BaseModel):

@@ -115,6 +115,8 @@ def with_diagnostics(t: Timing, record: protocol.ChildWorkload, count: int) -> T
             "host_gap_ms": record.host_gap_ms[:count],
             "host_call_ms": statistics.median(host) if host else None,
             "host_bound_samples": record.host_bound,
+            "gate_flushes": record.gate_flushes[:count],
+            "gate_excess_ms": record.gate_excess_ms[:count],
         }
     )
 

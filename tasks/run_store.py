@@ -132,8 +132,12 @@ class RunStore:
         return LaneStore(self.root / "lanes" / key)
 
     def set_phase(self, phase: str, reset: bool = False, **fields) -> None:
+        """The run's current phase; `phase_started` keeps when each phase of this attempt
+        began (where a bake-off's time went)."""
         current = {} if reset else read_json(self.root / "progress.json") or {}
-        current.update(fields, phase=phase, updated=now().isoformat())
+        stamp = now().isoformat()
+        started = current.get("phase_started") or {}
+        current.update(fields, phase=phase, updated=stamp, phase_started={**started, phase: stamp})
         write_json(self.root / "progress.json", current)
 
     def progress(self) -> dict:

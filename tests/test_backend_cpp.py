@@ -183,3 +183,30 @@ def test_hip_compile_errors_carry_the_log():
     k = HipKernel(HIP_SRC, "axpy", arch="gfx950", hip=FakeHip(), hiprtc=FakeHiprtc(True))
     with pytest.raises(HipError, match="bad syntax"):
         k.compile()
+
+
+def test_shipped_cuda_example_has_a_search_space_and_says_why_it_cannot_run_here(tmp_path):
+    """examples/rmsnorm_cuda: the cuda lane's space is its THREADS define; on a machine without
+    an NVIDIA GPU, freezing it fails with one line saying so (exit 2), writing nothing."""
+    import os
+    import sys
+
+    import torch
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "rmsnorm_cuda"
+    assert cpp_dialect(example) == "cuda"
+    assert cpp_defines.find_defines(example) == {"THREADS": 256}
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is visible: the refusal is for machines without one")
+    out = tmp_path / "task"
+    done = subprocess.run(
+        [sys.executable, "-m", "flows.cli", "freeze", str(example), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=example.parents[1],
+        env={**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false"},
+    )
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert "runs on an NVIDIA GPU; its input is on cpu" in line
+    assert not out.exists()

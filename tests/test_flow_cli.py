@@ -84,6 +84,10 @@ def test_full_run_overlaps_lanes_reports_and_second_run_reuses(tmp_path, env):
     assert (result["winner"] is None) or result["winner"]["status"] == "winner"
     report = open(result["report"]).read()
     assert "kept" in report if result["winner"] is None else "## Winner" in report
+    progress = json.loads((Path(result["run_dir"]) / "progress.json").read_text())
+    started = {k: datetime.fromisoformat(v) for k, v in progress["phase_started"].items()}
+    order = ["freeze", "discover", "lanes", "report", "done"]
+    assert sorted(started, key=started.get) == order  # where the run's time went
 
     leased = spans(result)
     assert len(leased) >= 2
