@@ -293,7 +293,8 @@ def test_a_run_whose_host_dies_is_marked_crashed_and_the_next_run_resumes(servic
         # the triton lane's reviewer never answers while BAKEOFF_TEST_REVIEWER_DOWN is set
         "agents": {**QUICK, "reviewer": "tests.role_doubles:reviewer_down_in_triton"},
     }
-    doomed = service.worker("doomed", "default", env={"BAKEOFF_TEST_REVIEWER_DOWN": "1"})
+    stuck = {"BAKEOFF_TEST_REVIEWER_DOWN": "1"}  # two CPU slots: the torch lane never waits
+    doomed = service.worker("doomed", "default", slots=2, env=stuck)
     run = service.prefect("deployment", "run", "bakeoff/local", "--params", json.dumps(params))
     rid = flow_run_id(run.stdout)
 
@@ -302,7 +303,7 @@ def test_a_run_whose_host_dies_is_marked_crashed_and_the_next_run_resumes(servic
         return json.loads(found[0].read_text()).get("state") if found else None
 
     def torch_done_triton_stuck():
-        return lane_state("torch") == "completed" and lane_state("triton") == "running"
+        return lane_state("torch") == "completed" and lane_state("triton") == "reviewing"
 
     wait_for(torch_done_triton_stuck, 300, "the torch lane to finish", doomed)
     with service.client() as client:
@@ -321,7 +322,7 @@ def test_a_run_whose_host_dies_is_marked_crashed_and_the_next_run_resumes(servic
     assert crashed.message == message, crashed  # the automation's action set it
     print(f"marked Crashed {took:.0f} s after its host died (window {CRASH_WINDOW_S} s)")
 
-    service.worker("revived", "default")  # the reviewer answers again: same lane settings
+    service.worker("revived", "default", slots=2)  # the reviewer answers again: same lane settings
     again = service.prefect(
         "deployment",
         "run",
