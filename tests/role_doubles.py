@@ -124,3 +124,32 @@ def fails_once_then_reviews(request):
         marker.write_text("1")
         raise ConnectionError("simulated API fault")
     return roles_default.review(request)
+
+
+def discover_checks_two_copies(request) -> DiscoverPlan:
+    """Discover's planner: two copies of the frozen baseline checked one after the other; while
+    BAKEOFF_TEST_HANG_IN_DISCOVER is set it never gets past the first (a Discover killed
+    half-way). Plans the input's language only."""
+    i = request.inputs
+    task_dir = Path(i["task_dir"])
+    spec = json.loads((task_dir / "spec.json").read_text())
+    baseline = json.loads((task_dir / "baseline.json").read_text())
+    source = Path(i["workdir"]) / "copy"
+    if not source.exists():
+        shutil.copytree(task_dir / "baseline_src", source)
+        for p in [source, *source.rglob("*")]:
+            p.chmod(0o755 if p.is_dir() else 0o644)
+    check = i["evaluator"].bind(request.deadline)
+    measured = []
+    for n in range(2):
+        ref = CandidateRef(
+            name=f"discover-copy{n}", language=spec["language"], mode="optimize", path=str(source)
+        )
+        measured.append(check(ref))
+        if os.environ.get("BAKEOFF_TEST_HANG_IN_DISCOVER"):
+            threading.Event().wait()
+    return DiscoverPlan(
+        baseline_ms={k: v["median_ms"] for k, v in baseline["workloads"].items()},
+        measured=measured,
+        plan=[PlanEntry(language=spec["language"], mode="optimize")],
+    )

@@ -5,17 +5,14 @@ Needs PostgreSQL's server binaries (`.ci/run` installs Debian's `postgresql`); w
 the tests skip and say so. Lanes use the quick test responders (tests/role_doubles.py).
 """
 
-import glob
 import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -24,46 +21,20 @@ from tasks.gpu_pool import DevicePool, Devices
 
 from .conftest import EXAMPLES, ROOT
 from .role_doubles import QUICK
+from .service_env import (
+    SERVICE,
+    Service,
+    as_postgres,
+    flow_run_id,
+    free_port,
+    http_get,
+    kill_tree,
+    pg_bin,
+    read_artifact,
+    wait_for,
+)
 
 pytestmark = pytest.mark.slow
-
-PREFECT = str(Path(sys.executable).parent / "prefect")
-SERVICE = ROOT / "deployments" / "service.sh"  # the README's service section, as one script
-
-
-def pg_bin(name: str) -> str | None:
-    found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
-    return found[-1] if found else shutil.which(name)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def as_postgres(cmd: list[str]) -> list[str]:
-    # PostgreSQL refuses to run as root; CI runs as root.
-    return ["runuser", "-u", "postgres", "--", *cmd] if os.geteuid() == 0 else cmd
-
-
-def http_get(url: str, timeout: float = 5) -> tuple[int, str]:
-    with urllib.request.urlopen(url, timeout=timeout) as resp:
-        return resp.status, resp.read().decode(errors="replace")
-
-
-def wait_for(predicate, timeout: float, what: str, proc=None):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"{what}: process exited with {proc.returncode}")
-        try:
-            if predicate():
-                return
-        except OSError:
-            pass
-        time.sleep(0.3)
-    raise TimeoutError(f"{what} did not happen within {timeout:g} s")
 
 
 @pytest.fixture(scope="module")
@@ -98,87 +69,6 @@ def postgres():
     finally:
         subprocess.run(as_postgres([pg_ctl, "-D", str(data), "-m", "fast", "stop"]), check=False)
         shutil.rmtree(root, ignore_errors=True)
-
-
-class Service:
-    """A Prefect server and the processes started against it; everything stops at the end."""
-
-    def __init__(self, database: dict, workdir: Path):
-        self.workdir = workdir
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.procs: list[subprocess.Popen] = []
-        self.env = {
-            **os.environ,
-            "PYTHONPATH": str(ROOT),
-            "PREFECT_HOME": str(workdir / "prefect-home"),
-            "PREFECT_API_URL": f"{self.url}/api",
-            "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-            "PREFECT_WORKER_QUERY_SECONDS": "1",
-        }
-        # What deployments/service.sh (the README's service section) reads.
-        self.env.update(
-            PGHOST="127.0.0.1",
-            PGPORT=str(database["port"]),
-            BAKEOFF_SERVICE_DIR=str(workdir / "service-state"),
-            BAKEOFF_SERVER_PORT=str(self.port),
-        )
-        self.server_env = dict(self.env)
-        del self.server_env["PREFECT_API_URL"]
-
-    def script(self, *args: str, env: dict | None = None, prefix=()) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [*prefix, str(SERVICE), *args],
-            cwd=ROOT,
-            env=env or self.env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-
-    def start(self, args: list[str], env: dict, log: str) -> subprocess.Popen:
-        out = open(self.workdir / log, "w")
-        proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-        self.procs.append(proc)
-        return proc
-
-    def prefect(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-        proc = subprocess.run(
-            [PREFECT, *args],
-            cwd=ROOT,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-        assert proc.returncode == 0, f"prefect {' '.join(args)}:\n{proc.stdout}\n{proc.stderr}"
-        return proc
-
-    def worker(self, name: str, queue: str, slots: int = 1):
-        env = {
-            **self.env,
-            "BAKEOFF_HOST": name,
-            "BAKEOFF_LOCK_DIR": str(self.workdir / f"locks-{name}"),
-            "BAKEOFF_CPU_SLOTS": str(slots),
-        }
-        args = [str(SERVICE), "worker", "cpu-local", queue, str(slots), "--name", name]
-        return self.start(args, env, f"worker-{name}.log")
-
-    def client(self):
-        from prefect.client.orchestration import SyncPrefectClient
-
-        return SyncPrefectClient(api=f"{self.url}/api")
-
-    def stop(self):
-        for proc in reversed(self.procs):
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGINT)
-        for proc in self.procs:
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
 
 
 @pytest.fixture(scope="module")
@@ -239,23 +129,6 @@ def test_the_readme_service_section_runs_only_the_tested_script():
     for pool in ("gpu-mi300", "gpu-h200", "cpu-local"):
         assert f"deployments/service.sh worker {pool}" in block, pool
     assert "0.0.0.0" not in block
-
-
-def flow_run_id(output: str) -> str:
-    for line in output.splitlines():
-        if "UUID:" in line:
-            return line.split("UUID:")[1].strip()
-    raise AssertionError(f"no flow run id in:\n{output}")
-
-
-def read_artifact(service: Service, key: str):
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
-
-    with service.client() as client:
-        found = client.read_artifacts(
-            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key]))
-        )
-    return found[0] if found else None
 
 
 def test_deployment_runs_on_a_worker_and_publishes_the_report(service, tmp_path):
@@ -389,3 +262,138 @@ def test_a_worker_stops_on_sigterm_and_its_run_does_not_stay_running(service, tm
         wait_for(lambda: not client.read_flow_run(rid).state.is_running(), 60, "the run to end")
         state = client.read_flow_run(rid).state
     assert state.is_crashed() or state.is_cancelled() or state.is_failed(), state
+
+
+CRASH_WINDOW_S = 40  # Prefect 3.9 beats every 30 s at the most; the README's window is 120 s
+
+
+def test_a_run_whose_host_dies_is_marked_crashed_and_the_next_run_resumes(service, tmp_path):
+    """The README's automation, made by its one command from deployments/automations.yaml with the
+    window cut to CRASH_WINDOW_S, marks a run Crashed once its worker and every process under it
+    are SIGKILLed (nothing is left to report); the next run of the same bake-off reuses the lane
+    that finished and says it resumed."""
+    text = (ROOT / "deployments" / "automations.yaml").read_text()
+    assert "within: 120" in text and "name: bakeoff-crash-silent-runs\n" in text
+    quick = tmp_path / "automations.yaml"
+    quick.write_text(
+        text.replace("within: 120", f"within: {CRASH_WINDOW_S}").replace(
+            "name: bakeoff-crash-silent-runs\n", "name: bakeoff-crash-silent-runs-test\n"
+        )
+    )
+    service.prefect("automation", "create", "--from-file", str(quick))
+    if service.dispatcher.poll() is None:  # run alone (-k): this test's workers take its runs
+        service.dispatcher.send_signal(signal.SIGTERM)
+        service.dispatcher.wait(60)
+    message = text.split("message:", 1)[1].strip().splitlines()[0].strip('"')
+    params = {
+        "kernel_path": str(EXAMPLES / "rmsnorm_torch"),
+        "mode": "bakeoff",
+        "budget": 1,
+        "runs_root": str(tmp_path / "runs"),
+        # the triton lane's reviewer never answers while BAKEOFF_TEST_REVIEWER_DOWN is set
+        "agents": {**QUICK, "reviewer": "tests.role_doubles:reviewer_down_in_triton"},
+    }
+    stuck = {"BAKEOFF_TEST_REVIEWER_DOWN": "1"}  # two CPU slots: the torch lane never waits
+    doomed = service.worker("doomed", "default", slots=2, env=stuck)
+    run = service.prefect("deployment", "run", "bakeoff/local", "--params", json.dumps(params))
+    rid = flow_run_id(run.stdout)
+
+    def lane_state(key: str) -> str | None:
+        found = list((tmp_path / "runs").glob(f"*/lanes/{key}/progress.json"))
+        return json.loads(found[0].read_text()).get("state") if found else None
+
+    def torch_done_triton_stuck():
+        return lane_state("torch") == "completed" and lane_state("triton") == "reviewing"
+
+    wait_for(torch_done_triton_stuck, 300, "the torch lane to finish", doomed)
+    with service.client() as client:
+        assert client.read_flow_run(rid).state.is_running()
+        killed = kill_tree(doomed.pid)
+        doomed.wait(10)
+        dead_at = time.monotonic()
+        assert len(killed) > 2, killed  # the worker script, the worker, the run's process, ...
+        wait_for(
+            lambda: client.read_flow_run(rid).state.is_crashed(),
+            CRASH_WINDOW_S + 45,
+            "the automation to mark the silent run Crashed",
+        )
+        crashed = client.read_flow_run(rid).state
+    took = time.monotonic() - dead_at
+    assert crashed.message == message, crashed  # the automation's action set it
+    print(f"marked Crashed {took:.0f} s after its host died (window {CRASH_WINDOW_S} s)")
+
+    service.worker("revived", "default", slots=2)  # the reviewer answers again: same lane settings
+    again = service.prefect(
+        "deployment",
+        "run",
+        "bakeoff/local",
+        "--params",
+        json.dumps(params),
+        "--watch",
+        "--watch-timeout",
+        "400",
+        timeout=450,
+    )
+    rid2 = flow_run_id(again.stdout)
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+
+    with service.client() as client:
+        assert client.read_flow_run(rid2).state.is_completed()
+        only = LogFilter(flow_run_id=LogFilterFlowRunId(any_=[rid2]))
+        said = "\n".join(log.message for log in client.read_logs(log_filter=only, limit=200))
+    assert f"resumed: an earlier run ({rid[:8]}) stopped in phase 'lanes'" in said, said
+    assert "reusing finished lane(s) torch" in said, said
+    assert "Discover (reused): " in said and "lane triton: completed" in said, said
+    result = json.loads(next((tmp_path / "runs").glob("rmsnorm-*/report.json")).read_text())
+    lanes = {lane["key"]: lane for lane in result["lanes"]}
+    assert lanes["torch"]["reused"] and lanes["torch"]["status"] == "completed", lanes
+    assert not lanes["triton"]["reused"] and lanes["triton"]["status"] == "completed", lanes
+
+
+def test_a_bakeoff_killed_during_discover_keeps_the_checks_it_finished(service, tmp_path):
+    """A bake-off's process killed (SIGKILL, with everything under it) after Discover's first
+    check: the next run takes that check as it was and checks only the second."""
+    params = {
+        "kernel_path": str(EXAMPLES / "rmsnorm_torch"),
+        "mode": "bakeoff",
+        "budget": 1,
+        "runs_root": str(tmp_path / "runs"),
+        "agents": {**QUICK, "planner": "tests.role_doubles:discover_checks_two_copies"},
+    }
+    script = f"from flows.bakeoff import bakeoff; bakeoff(**{params!r})"
+    env = {**service.env, "BAKEOFF_LOCK_DIR": str(tmp_path / "locks")}
+    first = subprocess.Popen(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env={**env, "BAKEOFF_TEST_HANG_IN_DISCOVER": "1"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    saved = tmp_path / "runs"
+
+    def first_check_saved():
+        return list(saved.glob("*/discover/results/*discover-copy0*.json"))
+
+    wait_for(first_check_saved, 300, "Discover's first check", first)
+    [kept] = first_check_saved()
+    verdict = json.loads(kept.read_text())["verdict"]
+    kill_tree(first.pid)
+    first.wait(10)
+
+    again = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    assert again.returncode == 0, again.stderr[-3000:]
+    [run_dir] = [p for p in saved.iterdir() if p.is_dir()]
+    log = (run_dir / "discover" / "lane.log").read_text()
+    assert "kept discover-copy0 from the interrupted run: PASSED" in log, log
+    assert "discover-copy1" in log and "kept discover-copy1" not in log, log
+    outcome = json.loads((run_dir / "discover" / "outcome.json").read_text())
+    measured = {m["candidate"]["name"]: m["verdict"] for m in outcome["plan"]["measured"]}
+    assert measured["discover-copy0"] == verdict  # the very check, not a new one
+    assert measured["discover-copy1"]["status"] == "PASSED"

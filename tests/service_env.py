@@ -1,0 +1,174 @@
+"""What tests/test_service.py runs against: PostgreSQL's binaries, a Prefect server and the
+processes started against it (deployments/service.sh, the README's service section), and the
+client calls its tests read results with."""
+
+import glob
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from .conftest import ROOT
+
+PREFECT = str(Path(sys.executable).parent / "prefect")
+SERVICE = ROOT / "deployments" / "service.sh"  # the README's service section, as one script
+
+
+def pg_bin(name: str) -> str | None:
+    found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
+    return found[-1] if found else shutil.which(name)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def as_postgres(cmd: list[str]) -> list[str]:
+    # PostgreSQL refuses to run as root; CI runs as root.
+    return ["runuser", "-u", "postgres", "--", *cmd] if os.geteuid() == 0 else cmd
+
+
+def http_get(url: str, timeout: float = 5) -> tuple[int, str]:
+    with urllib.request.urlopen(url, timeout=timeout) as resp:
+        return resp.status, resp.read().decode(errors="replace")
+
+
+def wait_for(predicate, timeout: float, what: str, proc=None):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"{what}: process exited with {proc.returncode}")
+        try:
+            if predicate():
+                return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    raise TimeoutError(f"{what} did not happen within {timeout:g} s")
+
+
+class Service:
+    """A Prefect server and the processes started against it; everything stops at the end."""
+
+    def __init__(self, database: dict, workdir: Path):
+        self.workdir = workdir
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.procs: list[subprocess.Popen] = []
+        self.env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "PREFECT_HOME": str(workdir / "prefect-home"),
+            "PREFECT_API_URL": f"{self.url}/api",
+            "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+            "PREFECT_WORKER_QUERY_SECONDS": "1",
+        }
+        # What deployments/service.sh (the README's service section) reads.
+        self.env.update(
+            PGHOST="127.0.0.1",
+            PGPORT=str(database["port"]),
+            BAKEOFF_SERVICE_DIR=str(workdir / "service-state"),
+            BAKEOFF_SERVER_PORT=str(self.port),
+        )
+        self.server_env = dict(self.env)
+        del self.server_env["PREFECT_API_URL"]
+
+    def script(self, *args: str, env: dict | None = None, prefix=()) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [*prefix, str(SERVICE), *args],
+            cwd=ROOT,
+            env=env or self.env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+    def start(self, args: list[str], env: dict, log: str) -> subprocess.Popen:
+        out = open(self.workdir / log, "w")
+        proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+        self.procs.append(proc)
+        return proc
+
+    def prefect(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+        proc = subprocess.run(
+            [PREFECT, *args],
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        assert proc.returncode == 0, f"prefect {' '.join(args)}:\n{proc.stdout}\n{proc.stderr}"
+        return proc
+
+    def worker(self, name: str, queue: str, slots: int = 1, env: dict | None = None):
+        env = {
+            **self.env,
+            **(env or {}),
+            "BAKEOFF_HOST": name,
+            "BAKEOFF_LOCK_DIR": str(self.workdir / f"locks-{name}"),
+            "BAKEOFF_CPU_SLOTS": str(slots),
+        }
+        args = [str(SERVICE), "worker", "cpu-local", queue, str(slots), "--name", name]
+        return self.start(args, env, f"worker-{name}.log")
+
+    def client(self):
+        from prefect.client.orchestration import SyncPrefectClient
+
+        return SyncPrefectClient(api=f"{self.url}/api")
+
+    def stop(self):
+        for proc in reversed(self.procs):
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+        for proc in self.procs:
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def kill_tree(pid: int) -> list[int]:
+    """SIGKILL a process and every descendant, as a host dying would: each is stopped first, so
+    none can fork, reap or report in between. Returns the pids killed."""
+    tree, frontier = [pid], [pid]
+    while frontier:
+        os.kill(frontier[0], signal.SIGSTOP)
+        children = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == frontier[0]:
+                children.append(int(stat.parent.name))
+        frontier = frontier[1:] + children
+        tree += children
+    for p in tree:
+        os.kill(p, signal.SIGKILL)
+    return tree
+
+
+def flow_run_id(output: str) -> str:
+    for line in output.splitlines():
+        if "UUID:" in line:
+            return line.split("UUID:")[1].strip()
+    raise AssertionError(f"no flow run id in:\n{output}")
+
+
+def read_artifact(service: Service, key: str):
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    with service.client() as client:
+        found = client.read_artifacts(
+            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key]))
+        )
+    return found[0] if found else None
