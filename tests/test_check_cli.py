@@ -13,8 +13,11 @@ from .conftest import EXAMPLES, run_cli
 
 
 def within_noise(w: dict, base: dict) -> bool:
-    """|speedup - 1| within what the relative spreads (IQR / median) of both sides allow."""
+    """|speedup - 1| within what the relative spreads (IQR / median) of both sides allow. The
+    speedup's denominator is the baseline timed beside the candidate in the same check (when
+    it was), so its spread is that run's, not the freeze's."""
     t = w["timing"]
+    base = w.get("baseline_timing") or base
     noise = t["spread_ms"] / t["median_ms"] + base["spread_ms"] / base["median_ms"]
     return abs(math.log(w["speedup"])) <= math.log(1 + max(0.25, 2 * noise))
 
