@@ -19,6 +19,11 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 if "PREFECT_HOME" not in os.environ:
     os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="bakeoff-prefect-home-")
     atexit.register(shutil.rmtree, os.environ["PREFECT_HOME"], ignore_errors=True)
+# Device leases of this session's lanes, apart from any other session's or user's on the host
+# (the default, /tmp/kernel-bakeoff-locks-UID, is shared: one checkout's tests waited on another's).
+if "BAKEOFF_LOCK_DIR" not in os.environ:
+    os.environ["BAKEOFF_LOCK_DIR"] = tempfile.mkdtemp(prefix="bakeoff-test-locks-")
+    atexit.register(shutil.rmtree, os.environ["BAKEOFF_LOCK_DIR"], ignore_errors=True)
 try:
     import torch
 
