@@ -116,6 +116,10 @@ def test_timing_problems_floor_and_wall_clock():
     # on the host clock the queueing time is the call itself: forged samples stay caught
     forged = timing_of([0.001] * 3, wall=1.0).model_copy(update={"wall_host_ms_per_call": 1.0})
     assert "wall clock" in timing.timing_problem(forged, floor=0.0)
+    # on the host clock an honest threaded call back to back may take twice its samples
+    threaded = timing_of([1.4, 1.5, 1.6], wall=3.2)
+    assert timing.timing_problem(threaded, floor=0.0) is None
+    assert "wall clock" in timing.timing_problem(timing_of([1.0] * 3, wall=3.1), floor=0.0)
 
 
 def test_floor_counts_bytes_and_flops():
