@@ -6,14 +6,12 @@ fastest that passed (the test is about seeding, not about a quiet CPU)."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 from scripts.verdict import Status
-from tasks.models import CandidateRef
-from tasks.results import Review, SearchOutcome
+from tasks.results import Review
 
-from .role_doubles import QUICK, _lane
+from .role_doubles import QUICK, baseline_copies
 
 SEEN = "seed_seen.json"
 LEAN = Path(__file__).resolve().parents[1] / "examples" / "rmsnorm_torch" / "kernel.py"
@@ -29,33 +27,10 @@ def rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.T
 """
 
 
-def lean_copies(request) -> SearchOutcome:
-    """`budget` checks of the baseline's directory with examples/' lean kernel.py in it."""
-    i = request.inputs
-    source = Path(i["workdir"]) / "lean"
-    if not source.exists():
-        shutil.copytree(Path(i["task_dir"]) / "baseline_src", source)
-        (source / "kernel.py").write_text(LEAN.read_text())
-        for p in [source, *source.rglob("*")]:
-            p.chmod(0o755 if p.is_dir() else 0o644)
-    check = i["evaluator"].bind(request.deadline)
-    lane = _lane(request)
-    return SearchOutcome(
-        candidates=[
-            check(
-                CandidateRef(
-                    name=f"{lane}-lean{n}", language=i["language"], mode=i["mode"], path=str(source)
-                )
-            )
-            for n in range(i["budget"])
-        ]
-    )
-
-
 def record_seed_then_copies(request):
     Path(request.inputs["workdir"]).mkdir(parents=True, exist_ok=True)
     (Path(request.inputs["workdir"]) / SEEN).write_text(json.dumps(request.inputs.get("seed")))
-    return lean_copies(request)
+    return baseline_copies(request, "lean", LEAN.read_text())  # examples/' lean kernel
 
 
 def accept_fastest(request) -> Review:

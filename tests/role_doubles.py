@@ -45,12 +45,15 @@ def plan_input_and_triton(request) -> DiscoverPlan:
     )
 
 
-def baseline_copies(request) -> SearchOutcome:
-    """`budget` copies of the frozen baseline, each checked on the lane's device."""
+def baseline_copies(request, label: str = "copy", kernel: str | None = None) -> SearchOutcome:
+    """`budget` copies of the frozen baseline (with `kernel` as its kernel.py when given), each
+    checked on the lane's device."""
     i = request.inputs
-    source = Path(i["workdir"]) / "copy"
+    source = Path(i["workdir"]) / label
     if not source.exists():
         shutil.copytree(Path(i["task_dir"]) / "baseline_src", source)
+        if kernel is not None:
+            (source / "kernel.py").write_text(kernel)
         for p in [source, *source.rglob("*")]:
             p.chmod(0o755 if p.is_dir() else 0o644)
     check = i["evaluator"].bind(request.deadline)
@@ -59,7 +62,10 @@ def baseline_copies(request) -> SearchOutcome:
         candidates=[
             check(
                 CandidateRef(
-                    name=f"{lane}-copy{n}", language=i["language"], mode=i["mode"], path=str(source)
+                    name=f"{lane}-{label}{n}",
+                    language=i["language"],
+                    mode=i["mode"],
+                    path=str(source),
                 )
             )
             for n in range(i["budget"])
