@@ -33,6 +33,7 @@ from flows.discover import discover
 from flows.freeze import freeze
 from flows.lane import LaneStarts, lane, lane_store
 from flows.report import publish, report
+from flows.worker_output import outlive_worker
 from tasks.agents import check_agents
 from tasks.request import BakeoffRequest, resolve_lanes, validate
 from tasks.results import LaneConfig, LaneResult, Report
@@ -253,6 +254,7 @@ def bakeoff(
     history_url: str | None = None,
 ) -> Report:
     """Freeze, (discover,) run the lanes and report; see the module docstring for the modes."""
+    outlive_worker()  # a deployment's run: its worker may die before it
     logger = get_run_logger()
     params = {k: v for k, v in locals().items() if k in BakeoffRequest.model_fields}
     req = validate(BakeoffRequest(**{**params, "agents": agents or {}}))

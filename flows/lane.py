@@ -23,6 +23,7 @@ from pathlib import Path
 from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
 
+from flows.worker_output import outlive_worker
 from scripts.freeze import load_task
 from tasks.agents import RoleFailed, ask, responder_for
 from tasks.agents.settings import NO_MODEL
@@ -229,6 +230,7 @@ def harness_failed(result) -> bool:
 @flow(name="lane", flow_run_name=_run_name)
 def lane(config: LaneConfig) -> LaneResult:
     """Run one lane of a bake-off and write `lanes/<key>/lane_result.json`."""
+    outlive_worker()  # a lane deployment's run: its worker may die before it
     LaneStarts.started()
     logger = get_run_logger()
     store = lane_store(config)

@@ -30,6 +30,7 @@ from prefect.cache_policies import NONE
 from prefect.states import Completed, Failed
 
 from flows.bakeoff import bakeoff, subflows_without_heartbeats
+from flows.worker_output import outlive_worker
 from scripts.errors import BadInput
 from scripts.verdict import Verdict
 from tasks.gpu_pool import DevicePool
@@ -156,6 +157,7 @@ def regression(
     history_url: str | None = None,
     samples: int | None = None,
 ):
+    outlive_worker()  # its worker may die before it
     logger = get_run_logger()
     suite_path = Path(suite) if Path(suite).is_absolute() else ROOT / suite
     date = datetime.now(timezone.utc).strftime("%Y-%m-%d")

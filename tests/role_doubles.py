@@ -159,3 +159,13 @@ def discover_checks_two_copies(request) -> DiscoverPlan:
         measured=measured,
         plan=[PlanEntry(language=spec["language"], mode="optimize")],
     )
+
+
+def waits_for_go_file(request) -> SearchOutcome:
+    """Answers like QUICK once the file named by BAKEOFF_TEST_GO_FILE exists (the test's cue)."""
+    import time
+
+    go = Path(os.environ["BAKEOFF_TEST_GO_FILE"])
+    while not go.exists():
+        time.sleep(0.2)
+    return baseline_copies(request)

@@ -62,6 +62,7 @@ class Service:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.procs: list[subprocess.Popen] = []
+        self.workers: dict[str, tuple[str, subprocess.Popen]] = {}  # name -> (queue, script)
         self.env = {
             **os.environ,
             "PYTHONPATH": str(ROOT),
@@ -117,7 +118,17 @@ class Service:
             "BAKEOFF_CPU_SLOTS": str(slots),
         }
         args = [str(SERVICE), "worker", "cpu-local", queue, str(slots), "--name", name]
-        return self.start(args, env, f"worker-{name}.log")
+        proc = self.start(args, env, f"worker-{name}.log")
+        self.workers[name] = (queue, proc)
+        return proc
+
+    def stop_workers(self, queue: str) -> None:
+        """SIGTERM every live worker of `queue`, so the next one started takes its runs."""
+        live = [p for q, p in self.workers.values() if q == queue and p.poll() is None]
+        for proc in live:
+            proc.send_signal(signal.SIGTERM)
+        for proc in live:
+            proc.wait(60)
 
     def client(self):
         from prefect.client.orchestration import SyncPrefectClient
@@ -136,22 +147,28 @@ class Service:
                 proc.wait()
 
 
+def children(pid: int) -> list[int]:
+    """The pids whose parent is `pid`, from the kernel's process table."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
 def kill_tree(pid: int) -> list[int]:
     """SIGKILL a process and every descendant, as a host dying would: each is stopped first, so
     none can fork, reap or report in between. Returns the pids killed."""
     tree, frontier = [pid], [pid]
     while frontier:
         os.kill(frontier[0], signal.SIGSTOP)
-        children = []
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                fields = stat.read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == frontier[0]:
-                children.append(int(stat.parent.name))
-        frontier = frontier[1:] + children
-        tree += children
+        below = children(frontier[0])
+        frontier = frontier[1:] + below
+        tree += below
     for p in tree:
         os.kill(p, signal.SIGKILL)
     return tree

@@ -25,6 +25,7 @@ from .service_env import (
     SERVICE,
     Service,
     as_postgres,
+    children,
     flow_run_id,
     free_port,
     http_get,
@@ -236,6 +237,56 @@ def test_two_workers_share_the_lane_pool_and_a_killed_lane_gives_its_device_back
     assert lanes["torch"]["lease"]["host"] != crashed_on  # the two lanes ran on both workers
 
 
+def test_a_cancelled_run_is_cancelled_promptly_and_the_next_run_resumes_it(service, tmp_path):
+    """`prefect flow-run cancel` on a bake-off busy in a lane: Cancelled within a minute (the
+    issue saw it stay Cancelling for 8 minutes), and the same bake-off run again says so."""
+    params = {
+        "kernel_path": str(EXAMPLES / "rmsnorm_torch"),
+        "mode": "optimize",
+        "budget": 1,
+        "runs_root": str(tmp_path / "runs"),
+        "agents": {**QUICK, "optimizer": "tests.role_doubles:never_answers_async"},
+    }
+    run = service.prefect("deployment", "run", "bakeoff/local", "--params", json.dumps(params))
+    rid = flow_run_id(run.stdout)
+
+    def lane_running():
+        found = list((tmp_path / "runs").glob("*/lanes/torch/progress.json"))
+        return found and json.loads(found[0].read_text()).get("state") == "running"
+
+    wait_for(lane_running, 300, "the lane to start", service.dispatcher)
+    service.prefect("flow-run", "cancel", rid)
+    asked = time.monotonic()
+    with service.client() as client:
+        wait_for(lambda: client.read_flow_run(rid).state.is_final(), 120, "the run to end")
+        state = client.read_flow_run(rid).state
+    took = time.monotonic() - asked
+    assert state.is_cancelled(), f"{state}: {state.message}"
+    assert took < 60, f"Cancelled only {took:.0f} s after the cancel"
+    print(f"Cancelled {took:.1f} s after `prefect flow-run cancel`")
+
+    params["agents"] = QUICK
+    again = service.prefect(
+        "deployment",
+        "run",
+        "bakeoff/local",
+        "--params",
+        json.dumps(params),
+        "--watch",
+        "--watch-timeout",
+        "400",
+        timeout=450,
+    )
+    rid2 = flow_run_id(again.stdout)
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+
+    with service.client() as client:
+        assert client.read_flow_run(rid2).state.is_completed()
+        only = LogFilter(flow_run_id=LogFilterFlowRunId(any_=[rid2]))
+        said = "\n".join(log.message for log in client.read_logs(log_filter=only, limit=200))
+    assert f"resumed: an earlier run ({rid[:8]}) stopped in phase 'lanes'" in said, said
+
+
 def test_a_worker_stops_on_sigterm_and_its_run_does_not_stay_running(service, tmp_path):
     """Last in this file: it stops the dispatcher worker. A plain `kill` (SIGTERM) stops the
     worker promptly even while a lane is busy, and the bake-off's run leaves Running."""
@@ -262,6 +313,44 @@ def test_a_worker_stops_on_sigterm_and_its_run_does_not_stay_running(service, tm
         wait_for(lambda: not client.read_flow_run(rid).state.is_running(), 60, "the run to end")
         state = client.read_flow_run(rid).state
     assert state.is_crashed() or state.is_cancelled() or state.is_failed(), state
+
+
+def test_a_worker_killed_alone_leaves_its_run_to_finish(service, tmp_path):
+    """SIGKILL of the worker process only (its runs live on, as after an OOM kill of it): the
+    run it started loses the pipe its output went to, yet finishes, Completed, its candidates
+    checked. (Prefect 3.9 streams a run's output through its worker; the issue saw the run
+    crash with a BrokenPipeError.)"""
+    service.stop_workers("default")
+    go = tmp_path / "go"
+    params = {
+        "kernel_path": str(EXAMPLES / "rmsnorm_torch"),
+        "mode": "optimize",
+        "budget": 1,
+        "runs_root": str(tmp_path / "runs"),
+        "agents": {**QUICK, "optimizer": "tests.role_doubles:waits_for_go_file"},
+    }
+    script = service.worker("lonely", "default", env={"BAKEOFF_TEST_GO_FILE": str(go)})
+    run = service.prefect("deployment", "run", "bakeoff/local", "--params", json.dumps(params))
+    rid = flow_run_id(run.stdout)
+
+    def lane_running():
+        found = list((tmp_path / "runs").glob("*/lanes/torch/progress.json"))
+        return found and json.loads(found[0].read_text()).get("state") == "running"
+
+    wait_for(lane_running, 300, "the lane to start", script)
+    [worker] = children(script.pid)  # `prefect worker start`; the run's process is under it
+    assert children(worker), "the run's process is not under the worker"
+    os.kill(worker, signal.SIGKILL)
+    script.wait(30)
+    go.touch()
+    with service.client() as client:
+        wait_for(lambda: client.read_flow_run(rid).state.is_final(), 300, "the run to end")
+        state = client.read_flow_run(rid).state
+    assert state.is_completed(), f"{state}: {state.message}"
+    result = json.loads(next((tmp_path / "runs").glob("*/report.json")).read_text())
+    [lane] = result["lanes"]
+    assert lane["status"] == "completed" and lane["candidates"], lane
+    assert all(c["verdict"]["status"] == "PASSED" for c in lane["candidates"]), lane
 
 
 CRASH_WINDOW_S = 40  # Prefect 3.9 beats every 30 s at the most; the README's window is 120 s
