@@ -73,9 +73,11 @@ def result_json(report: Report) -> dict:
 class LaneRows:
     """Keeps one progress row per lane in step with the lanes' progress files."""
 
-    def __init__(self, progress: Progress, store: RunStore):
+    def __init__(self, progress: Progress, store: RunStore, say=None):
         self.progress = progress
         self.store = store
+        self.say = say  # where the display does not redraw (a pipe, a log): one line a change
+        self.said: dict[str, str] = {}
         self.phase = progress.add_task("freeze", total=None, device="", best="", state="")
         self.rows: dict[str, int] = {}
 
@@ -88,6 +90,7 @@ class LaneRows:
             done, now_checking = info.get("evaluated") or 0, info.get("current")
             state = f"{done} checked" + (f", checking {now_checking}" if now_checking else "")
         self.progress.update(self.phase, description=f"[bold]{phase}", state=state)
+        self._say("phase", f"{phase}" + (f": {state}" if state else ""))
         for key in run.get("lanes", []):
             info = self.store.lane(key).read_progress()
             if info.get("attempt") != run.get("attempt"):
@@ -103,12 +106,20 @@ class LaneRows:
                 "best": f"best {best:.3f}x" if best else "",
                 "state": info.get("state", "starting"),
             }
+            self._say(
+                key, f"lane {key}: {fields['state']}, {done}/{budget} checked {fields['best']}"
+            )
             if key not in self.rows:
                 self.rows[key] = self.progress.add_task(**fields)
             else:
                 self.progress.update(self.rows[key], **fields)
         if phase == "done":
             self.progress.update(self.phase, total=1, completed=1)
+
+    def _say(self, what: str, line: str) -> None:
+        if self.say is not None and self.said.get(what) != line:
+            self.said[what] = line
+            self.say(f"{time.strftime('%H:%M:%S')} {line.strip()}")
 
 
 def ranking_table(report: Report) -> Table:
@@ -198,6 +209,11 @@ def run(request: BakeoffRequest, as_json: bool = False, debug: bool = False) -> 
         transient=True,
     )
     server_started = start_beside_freeze(resolve(req.pool).kind)
+    say = None if console.is_terminal else console.print  # no spinner there: plain lines
+    if say:
+        say(
+            f"{time.strftime('%H:%M:%S')} freezing {req.kernel_path}: checking and timing the baseline"
+        )
     with freezing:  # checking and timing the baseline: seconds, a minute or more for big ones
         freezing.add_task(
             f"freezing {req.kernel_path}: checking and timing the baseline", total=None
@@ -230,7 +246,7 @@ def run(request: BakeoffRequest, as_json: bool = False, debug: bool = False) -> 
         TimeElapsedColumn(),
     )
     with Progress(*columns, console=console, transient=as_json) as progress:
-        rows = LaneRows(progress, store)
+        rows = LaneRows(progress, store, say)
         worker.start()
         while worker.is_alive():
             rows.refresh()
