@@ -121,6 +121,7 @@ def checked(run_dir: Path) -> list[dict]:
                 "host_bound": sum(w["timing"].get("host_bound_samples", 0) for w in timed),
                 "gate_flushes": _median(w["timing"].get("gate_flushes") for w in timed[:1]),
                 "gate_excess_ms": _median(w["timing"].get("gate_excess_ms") for w in timed[:1]),
+                "settle_ms": _median(w["timing"].get("settle_ms") for w in timed[:1]),
                 "beside_ms": (timed[0].get("baseline_ms") if timed else None),
                 "frozen_ms": (timed[0].get("frozen_baseline_ms") if timed else None),
                 "speedup": v.get("speedup"),
@@ -340,15 +341,22 @@ def judge(rows, problems, twice, single, ncu_ms, corpus_rc) -> dict:
     aim(aims, "every candidate kind runs", "no harness failure, no crash, every problem done",
         {"harness_errors": broken, "crashed": crashed, "not_done": unreached},
         not broken and not crashed and not unreached)  # fmt: skip
+    # do_bench times calls back to back: where the host queues a call slower than the device
+    # runs it, do_bench times the host and the harness the device; such rows are named in the
+    # value, not compared
+    host_bound = [f"{r['problem']}/{r['name']}" for r in rows if r.get("ratio") and _host_bound(r)]
     for lo, hi, bound in ((0.1, float("inf"), 0.03), (0.01, 0.1, 0.05)):
         worst = [
             abs(r["ratio"] - 1)
             for r in rows
-            if r.get("ratio") and lo <= (r["do_bench_ms"] or 0) < hi
+            if r.get("ratio") and not _host_bound(r) and lo <= r["do_bench_ms"] < hi
         ]
         label = ">= 100 us" if hi == float("inf") else "10-100 us"
+        value = {"worst": max(worst) if worst else None, "compared": len(worst)}
+        if lo < 0.1:
+            value["host_bound_not_compared"] = host_bound
         aim(aims, f"device time vs do_bench ({label})", f"within {bound:.0%}",
-            max(worst) if worst else None, bool(worst) and max(worst) <= bound)  # fmt: skip
+            value, bool(worst) and max(worst) <= bound)  # fmt: skip
     if single and ncu_ms:
         gap = abs(single["harness_ms"] / ncu_ms - 1)
         aim(aims, "device time vs ncu (single kernel)", "within 3%", gap, gap <= 0.03)
@@ -386,14 +394,22 @@ def judge(rows, problems, twice, single, ncu_ms, corpus_rc) -> dict:
     return aims
 
 
+def _host_bound(row) -> bool:
+    """do_bench's figure is the host's: it reads over 1.5x the device time, and queueing one
+    call takes 80% of it or more (so the host's pace explains it)."""
+    host = row.get("host_call_ms") or 0
+    return row["do_bench_ms"] > 1.5 * row["harness_ms"] and host >= 0.8 * row["do_bench_ms"]
+
+
 def print_table(rows, problems, twice, aims) -> None:
-    print("\n| problem | candidate | status | harness ms | do_bench ms | ratio | host ms/call | gate | gate excess ms | overhead s/wl |")  # fmt: skip
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("\n| problem | candidate | status | harness ms | do_bench ms | ratio | host ms/call | gate | gate excess ms | settle ms | overhead s/wl |")  # fmt: skip
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     f = lambda v, p=4: "-" if v is None else f"{v:.{p}g}"  # noqa: E731
     for r in rows:
         print(f"| {r['problem']} | {r['name']} | {r['status']} | {f(r['harness_ms'])} | "
               f"{f(r.get('do_bench_ms'))} | {f(r.get('ratio'))} | {f(r['host_call_ms'], 3)} | "
               f"{f(r.get('gate_flushes'))} | {f(r.get('gate_excess_ms'), 3)} | "
+              f"{f(r.get('settle_ms'), 3)} | "
               f"{f(r['overhead_s_per_workload'], 3)} |")  # fmt: skip
     print("\n| problem | wall s | winner | speedup | winner do_bench ms | best peer do_bench ms |")
     print("| --- | --- | --- | --- | --- | --- |")

@@ -344,7 +344,9 @@ class Runner:
             self.check_after(args, before, outs, snaps, what)
             record.samples_ms.append(ms)
             record.host_ms.append(host_ms)
-        record.samples_ms = timing.settle(record.samples_ms, tails, idle_tails)
+        settled = timing.settle(record.samples_ms, tails, idle_tails)
+        record.settle_ms = [s - r for s, r in zip(settled, record.samples_ms)]
+        record.samples_ms = settled
         record.wall_calls = timing.wall_calls(record.samples_ms, record.host_ms)
         args = self.inputs(wl, seeds.wall_seed)
         for block in range(self.request.wall_blocks):  # timed by the judge, from these markers

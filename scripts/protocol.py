@@ -98,6 +98,8 @@ class ChildWorkload(BaseModel):
     gate_ms: list[float] = Field(default_factory=list)  # that gate's device time, per sample
     gate_ref_ms: list[float] = Field(default_factory=list)  # the same gate alone, right after
     gate_excess_ms: list[float] = Field(default_factory=list)  # charged to the sample
+    # added by timing.settle: how much later than an idle round trip all streams were done
+    settle_ms: list[float] = Field(default_factory=list)
     host_bound: int = 0  # samples whose start event fired before the call was queued
     wall_calls: int = 0
     candidate_s: float = 0.0  # time spent inside the candidate's calls

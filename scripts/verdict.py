@@ -49,6 +49,9 @@ class Timing(BaseModel):
     # same gate run alone right after (charged to the sample when beyond the gate's noise).
     gate_flushes: list[int] = Field(default_factory=list)
     gate_excess_ms: list[float] = Field(default_factory=list)
+    # Per sample: what the end-of-sample round trip took beyond an idle one, added to the
+    # sample (work left running on another stream; host jitter in that round trip too).
+    settle_ms: list[float] = Field(default_factory=list)
 
 
 class WorkloadVerdict(BaseModel):
