@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import platform
+from pathlib import Path
 
 import torch
 
@@ -49,10 +50,19 @@ def _triton_version() -> str | None:
         return None
 
 
-def _driver_version() -> str | None:
-    try:
-        if torch.version.hip:
-            return f"hip {torch.version.hip}"
-        return str(torch._C._cuda_getDriverVersion())
-    except Exception:
-        return None
+def _driver_version(root: Path = Path("/")) -> str | None:
+    """The kernel driver's release (NVIDIA: 580.159.04), as its module reports it; on ROCm
+    the HIP runtime's version when the amdgpu module reports none."""
+    for name in ("nvidia", "amdgpu"):
+        try:
+            text = (root / "sys" / "module" / name / "version").read_text().strip()
+        except OSError:
+            continue
+        if text:
+            return text if name == "nvidia" else f"amdgpu {text}"
+    try:  # "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  <date>"
+        line = (root / "proc" / "driver" / "nvidia" / "version").read_text().splitlines()[0]
+        return line.split("Kernel Module", 1)[1].split()[0]
+    except (OSError, IndexError):
+        pass
+    return f"hip {torch.version.hip}" if torch.version.hip else None
