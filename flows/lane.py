@@ -141,6 +141,19 @@ def review(candidates, subject: str, record_dir: Path, agents, timeout_s=None, r
     )
 
 
+def _role(config: LaneConfig) -> str:
+    return "optimizer" if config.lane.mode == "optimize" else "author"
+
+
+def _skip_without_model(config: LaneConfig) -> None:
+    """An author lane with no model has nothing to run: said before it waits for a device,
+    which on a one-GPU host could be held by another lane for as long as that lane runs."""
+    if _role(config) == "author" and responder_for("author", config.agents) == (
+        "tasks.roles_default:search"
+    ):
+        raise LaneSkipped(NO_MODEL)
+
+
 def _work(config: LaneConfig, store: LaneStore, lease: Lease, result: LaneResult, say) -> None:
     spec, _, baseline = load_task(Path(config.task_dir))
     lane = config.lane
@@ -163,10 +176,8 @@ def _work(config: LaneConfig, store: LaneStore, lease: Lease, result: LaneResult
     evaluator = Evaluator(
         Path(config.task_dir), store, lease.env, config.check_timeout_s, config.samples, say
     )
-    role = "optimizer" if lane.mode == "optimize" else "author"
+    role = _role(config)
     responder = responder_for(role, config.agents)
-    if role == "author" and responder == "tasks.roles_default:search":
-        raise LaneSkipped(NO_MODEL)
     outcome = ask(
         role,
         inputs={
@@ -264,6 +275,7 @@ def lane(config: LaneConfig) -> LaneResult:
         attempt=config.attempt,
     )
     try:
+        _skip_without_model(config)
         pool = DevicePool.from_config(config.pool)
         say(f"waiting for a device among {', '.join(pool.devices.ids)} ({pool.mode})")
         with pool.lease(f"lane {lane_spec.key} {config.attempt}", config.pin_index) as lease:

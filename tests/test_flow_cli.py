@@ -1,6 +1,5 @@
 """`bakeoff run` end to end in a subprocess (Prefect's embedded server), and its refusals."""
 
-import itertools
 import json
 import time
 from datetime import datetime
@@ -55,16 +54,7 @@ def test_kernel_that_does_not_freeze_is_refused(tmp_path, env):
     assert not (tmp_path / "runs").exists()
 
 
-def spans(result):
-    out = []
-    for lane in result["lanes"]:
-        if lane["lease_start"] and not lane["reused"]:
-            start, end = (datetime.fromisoformat(lane[k]) for k in ("lease_start", "lease_end"))
-            out.append((lane["device"], start, end))
-    return out
-
-
-def test_full_run_overlaps_lanes_reports_and_second_run_reuses(tmp_path, env):
+def test_full_run_reports_skips_modelless_lanes_and_second_run_reuses(tmp_path, env):
     args = ("run", KERNEL, "--mode", "bakeoff", "--budget", "1", "--json")
     first = run_cli(*args, "--runs-root", str(tmp_path / "runs"), env=env)
     assert first.returncode == 0, first.stderr[-3000:]
@@ -93,12 +83,9 @@ def test_full_run_overlaps_lanes_reports_and_second_run_reuses(tmp_path, env):
     order = ["freeze", "discover", "lanes", "report", "done"]
     assert sorted(started, key=started.get) == order  # where the run's time went
 
-    leased = spans(result)
-    assert len(leased) >= 2
-    assert any(max(a[1], b[1]) < min(a[2], b[2]) for a, b in itertools.combinations(leased, 2))
-    for a, b in itertools.combinations(leased, 2):
-        if a[0] == b[0]:
-            assert a[2] <= b[1] or b[2] <= a[1], f"device {a[0]} held by two lanes at once"
+    # Lanes at work overlap in test_flow_bakeoff; here, without a model, only the torch lane has
+    # work, and a skipped author lane says so without waiting for a device.
+    assert [lane["key"] for lane in result["lanes"] if lane["lease_start"]] == ["torch"]
 
     result_files = sorted(Path(result["run_dir"]).glob("lanes/*/lane_result.json"))
     stamps = [f.stat().st_mtime_ns for f in result_files]
