@@ -3,7 +3,7 @@
 #
 #   deployments/service.sh database        PostgreSQL role + database for the server (once)
 #   deployments/service.sh server          the Prefect server, on 127.0.0.1:4200 by default
-#   deployments/service.sh deploy          work pools, deployments, the crash automation
+#   deployments/service.sh deploy          work pools, deployments, the crash and cancel automations
 #   deployments/service.sh worker POOL [default|lanes] [LIMIT]     one worker (per pool, queue)
 #
 # Works as root and as an ordinary user, with or without the virtual environment activated
@@ -75,7 +75,14 @@ deploy() {
   api
   "$PYTHON" -m deployments.pools
   "$PREFECT" --no-prompt deploy --all
-  if ! "$PREFECT" automation inspect bakeoff-crash-silent-runs -o json >/dev/null 2>&1; then
+  local name missing=0
+  for name in bakeoff-crash-silent-runs bakeoff-cancel-silent-runs; do
+    "$PREFECT" automation inspect "$name" -o json >/dev/null 2>&1 || missing=1
+  done
+  if ((missing)); then  # the file makes them all: none twice
+    for name in bakeoff-crash-silent-runs bakeoff-cancel-silent-runs; do
+      "$PREFECT" --no-prompt automation delete "$name" >/dev/null 2>&1 || true
+    done
     "$PREFECT" automation create --from-file deployments/automations.yaml
   fi
 }

@@ -3,6 +3,7 @@ processes started against it (deployments/service.sh, the README's service secti
 client calls its tests read results with."""
 
 import glob
+import json
 import os
 import shutil
 import signal
@@ -189,3 +190,62 @@ def read_artifact(service: Service, key: str):
             artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key]))
         )
     return found[0] if found else None
+
+
+def bakeoff_params(runs: Path, mode: str = "optimize", **agents: str) -> dict:
+    """A deployment run's parameters: rmsnorm_torch, budget 1, the quick test responders with
+    `agents` (role -> responder in tests/role_doubles.py) in their place."""
+    from .conftest import EXAMPLES
+    from .role_doubles import QUICK
+
+    roles = {role: f"tests.role_doubles:{name}" for role, name in agents.items()}
+    return {
+        "kernel_path": str(EXAMPLES / "rmsnorm_torch"),
+        "mode": mode,
+        "budget": 1,
+        "runs_root": str(runs),
+        "agents": {**QUICK, **roles},
+    }
+
+
+def lane_state(runs: Path, key: str) -> str | None:
+    found = list(runs.glob(f"*/lanes/{key}/progress.json"))
+    return json.loads(found[0].read_text()).get("state") if found else None
+
+
+def run_logs(service: Service, rid: str) -> str:
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+
+    with service.client() as client:
+        only = LogFilter(flow_run_id=LogFilterFlowRunId(any_=[rid]))
+        return "\n".join(log.message for log in client.read_logs(log_filter=only, limit=200))
+
+
+def run_to_the_end(service: Service, params: dict) -> tuple[str, str]:
+    """Run bakeoff/local with `params` and watch it end Completed: its id and its log."""
+    done = service.prefect(
+        "deployment", "run", "bakeoff/local", "--params", json.dumps(params),
+        "--watch", "--watch-timeout", "400", timeout=450,
+    )  # fmt: skip
+    rid = flow_run_id(done.stdout)
+    with service.client() as client:
+        state = client.read_flow_run(rid).state
+    assert state.is_completed(), f"{state}: {state.message}"
+    return rid, run_logs(service, rid)
+
+
+def automation(name: str, windows: dict[int, int], suffix: str = "-test") -> str:
+    """One automation of deployments/automations.yaml as a file of its own, renamed with
+    `suffix` and its window changed per `windows` (README's seconds -> the test's)."""
+    text = (ROOT / "deployments" / "automations.yaml").read_text()
+    head, *items = text.split("\n  - name: ")
+    [item] = [i for i in items if i.startswith(f"{name}\n")]
+    for readme, test in windows.items():
+        assert f"within: {readme}\n" in item, item
+        item = item.replace(f"within: {readme}\n", f"within: {test}\n")
+    return "automations:\n  - name: " + item.replace(name, name + suffix, 1).rstrip() + "\n"
+
+
+def automation_message(name: str) -> str:
+    item = (ROOT / "deployments" / "automations.yaml").read_text().split(f"name: {name}\n")[1]
+    return item.split("message:", 1)[1].strip().splitlines()[0].strip('"')

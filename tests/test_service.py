@@ -25,13 +25,19 @@ from .service_env import (
     SERVICE,
     Service,
     as_postgres,
+    automation,
+    automation_message,
+    bakeoff_params,
     children,
     flow_run_id,
     free_port,
     http_get,
     kill_tree,
+    lane_state,
     pg_bin,
     read_artifact,
+    run_logs,
+    run_to_the_end,
     wait_for,
 )
 
@@ -162,11 +168,7 @@ def test_deployment_runs_on_a_worker_and_publishes_the_report(service, tmp_path)
     assert artifact is not None and artifact.data == report
     assert str(artifact.flow_run_id) == flow_run_id(run.stdout)  # on the run the user opens
     assert read_artifact(service, "bakeoff-rmsnorm-local-candidates") is not None
-    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
-
-    with service.client() as client:  # each phase's outcome, on the run the user opens
-        only = LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id(run.stdout)]))
-        said = "\n".join(log.message for log in client.read_logs(log_filter=only, limit=200))
+    said = run_logs(service, flow_run_id(run.stdout))  # each phase's outcome, on that run
     for phase in (
         "frozen baseline",
         "lane torch",
@@ -197,27 +199,11 @@ def test_prefect_yaml_deploys_every_pool_and_the_nightly_schedule(service):
 def test_two_workers_share_the_lane_pool_and_a_killed_lane_gives_its_device_back(service, tmp_path):
     service.worker("w1", "lanes")
     service.worker("w2", "lanes")
-    params = {
-        "kernel_path": str(EXAMPLES / "rmsnorm_torch"),
-        "mode": "bakeoff",
-        "backends": ["triton"],
-        "budget": 1,
-        "runs_root": str(tmp_path / "runs"),
-        "dispatch": "deployment",
-        "lane_deployment": "lane/local",
-        "agents": {**QUICK, "author": "tests.role_doubles:author_kills_its_process_in_triton"},
-    }
-    service.prefect(
-        "deployment",
-        "run",
-        "bakeoff/local",
-        "--params",
-        json.dumps(params),
-        "--watch",
-        "--watch-timeout",
-        "400",
-        timeout=450,
+    params = bakeoff_params(
+        tmp_path / "runs", "bakeoff", author="author_kills_its_process_in_triton"
     )
+    params.update(backends=["triton"], dispatch="deployment", lane_deployment="lane/local")
+    run_to_the_end(service, params)
     result = json.loads(next((tmp_path / "runs").glob("rmsnorm-*/report.json")).read_text())
     lanes = {lane["key"]: lane for lane in result["lanes"]}
     assert lanes["torch"]["status"] == "completed"
@@ -240,21 +226,11 @@ def test_two_workers_share_the_lane_pool_and_a_killed_lane_gives_its_device_back
 def test_a_cancelled_run_is_cancelled_promptly_and_the_next_run_resumes_it(service, tmp_path):
     """`prefect flow-run cancel` on a bake-off busy in a lane: Cancelled within a minute (the
     issue saw it stay Cancelling for 8 minutes), and the same bake-off run again says so."""
-    params = {
-        "kernel_path": str(EXAMPLES / "rmsnorm_torch"),
-        "mode": "optimize",
-        "budget": 1,
-        "runs_root": str(tmp_path / "runs"),
-        "agents": {**QUICK, "optimizer": "tests.role_doubles:never_answers_async"},
-    }
+    runs = tmp_path / "runs"
+    params = bakeoff_params(runs, optimizer="never_answers_async")
     run = service.prefect("deployment", "run", "bakeoff/local", "--params", json.dumps(params))
     rid = flow_run_id(run.stdout)
-
-    def lane_running():
-        found = list((tmp_path / "runs").glob("*/lanes/torch/progress.json"))
-        return found and json.loads(found[0].read_text()).get("state") == "running"
-
-    wait_for(lane_running, 300, "the lane to start", service.dispatcher)
+    wait_for(lambda: lane_state(runs, "torch") == "running", 300, "the lane", service.dispatcher)
     service.prefect("flow-run", "cancel", rid)
     asked = time.monotonic()
     with service.client() as client:
@@ -265,46 +241,19 @@ def test_a_cancelled_run_is_cancelled_promptly_and_the_next_run_resumes_it(servi
     assert took < 60, f"Cancelled only {took:.0f} s after the cancel"
     print(f"Cancelled {took:.1f} s after `prefect flow-run cancel`")
 
-    params["agents"] = QUICK
-    again = service.prefect(
-        "deployment",
-        "run",
-        "bakeoff/local",
-        "--params",
-        json.dumps(params),
-        "--watch",
-        "--watch-timeout",
-        "400",
-        timeout=450,
-    )
-    rid2 = flow_run_id(again.stdout)
-    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
-
-    with service.client() as client:
-        assert client.read_flow_run(rid2).state.is_completed()
-        only = LogFilter(flow_run_id=LogFilterFlowRunId(any_=[rid2]))
-        said = "\n".join(log.message for log in client.read_logs(log_filter=only, limit=200))
+    _, said = run_to_the_end(service, bakeoff_params(runs))
     assert f"resumed: an earlier run ({rid[:8]}) stopped in phase 'lanes'" in said, said
 
 
 def test_a_worker_stops_on_sigterm_and_its_run_does_not_stay_running(service, tmp_path):
-    """Last in this file: it stops the dispatcher worker. A plain `kill` (SIGTERM) stops the
-    worker promptly even while a lane is busy, and the bake-off's run leaves Running."""
-    params = {
-        "kernel_path": str(EXAMPLES / "rmsnorm_torch"),
-        "mode": "optimize",
-        "budget": 1,
-        "runs_root": str(tmp_path / "runs"),
-        "agents": {**QUICK, "optimizer": "tests.role_doubles:never_answers_async"},
-    }
+    """It stops the dispatcher worker (the tests after it start their own). A plain `kill`
+    (SIGTERM) stops the worker promptly even while a lane is busy, and the bake-off's run
+    leaves Running."""
+    runs = tmp_path / "runs"
+    params = bakeoff_params(runs, optimizer="never_answers_async")
     run = service.prefect("deployment", "run", "bakeoff/local", "--params", json.dumps(params))
     rid = flow_run_id(run.stdout)
-
-    def lane_running():
-        found = list((tmp_path / "runs").glob("*/lanes/torch/progress.json"))
-        return found and json.loads(found[0].read_text()).get("state") == "running"
-
-    wait_for(lane_running, 300, "the lane to start", service.dispatcher)
+    wait_for(lambda: lane_state(runs, "torch") == "running", 300, "the lane", service.dispatcher)
     service.dispatcher.send_signal(signal.SIGTERM)
     started = time.monotonic()
     service.dispatcher.wait(60)
@@ -321,23 +270,12 @@ def test_a_worker_killed_alone_leaves_its_run_to_finish(service, tmp_path):
     checked. (Prefect 3.9 streams a run's output through its worker; the issue saw the run
     crash with a BrokenPipeError.)"""
     service.stop_workers("default")
-    go = tmp_path / "go"
-    params = {
-        "kernel_path": str(EXAMPLES / "rmsnorm_torch"),
-        "mode": "optimize",
-        "budget": 1,
-        "runs_root": str(tmp_path / "runs"),
-        "agents": {**QUICK, "optimizer": "tests.role_doubles:waits_for_go_file"},
-    }
+    go, runs = tmp_path / "go", tmp_path / "runs"
+    params = bakeoff_params(runs, optimizer="waits_for_go_file")
     script = service.worker("lonely", "default", env={"BAKEOFF_TEST_GO_FILE": str(go)})
     run = service.prefect("deployment", "run", "bakeoff/local", "--params", json.dumps(params))
     rid = flow_run_id(run.stdout)
-
-    def lane_running():
-        found = list((tmp_path / "runs").glob("*/lanes/torch/progress.json"))
-        return found and json.loads(found[0].read_text()).get("state") == "running"
-
-    wait_for(lane_running, 300, "the lane to start", script)
+    wait_for(lambda: lane_state(runs, "torch") == "running", 300, "the lane", script)
     [worker] = children(script.pid)  # `prefect worker start`; the run's process is under it
     assert children(worker), "the run's process is not under the worker"
     os.kill(worker, signal.SIGKILL)
@@ -347,93 +285,102 @@ def test_a_worker_killed_alone_leaves_its_run_to_finish(service, tmp_path):
         wait_for(lambda: client.read_flow_run(rid).state.is_final(), 300, "the run to end")
         state = client.read_flow_run(rid).state
     assert state.is_completed(), f"{state}: {state.message}"
-    result = json.loads(next((tmp_path / "runs").glob("*/report.json")).read_text())
+    result = json.loads(next(runs.glob("*/report.json")).read_text())
     [lane] = result["lanes"]
     assert lane["status"] == "completed" and lane["candidates"], lane
     assert all(c["verdict"]["status"] == "PASSED" for c in lane["candidates"]), lane
+
+
+def test_deploy_made_each_automation_of_the_readme_once(service):
+    with service.client() as client:
+        for name in ("bakeoff-crash-silent-runs", "bakeoff-cancel-silent-runs"):
+            assert len(client.read_automations_by_name(name)) == 1, name
+
+
+def test_a_cancel_of_a_run_whose_host_died_ends_it_cancelled(service, tmp_path):
+    """The README's cancel automation, with its window cut to 20 s: a run whose worker died
+    with every process under it is cancelled; no worker is left to stop it, so without the
+    automation it would stay Cancelling until the crash automation fired."""
+    service.prefect(
+        "automation", "create", "--from-file",
+        str(made(tmp_path, automation("bakeoff-cancel-silent-runs", {60: 20}))),
+    )  # fmt: skip
+    service.stop_workers("default")
+    runs = tmp_path / "runs"
+    params = bakeoff_params(runs, optimizer="never_answers_async")
+    doomed = service.worker("doomed-cancel", "default")
+    run = service.prefect("deployment", "run", "bakeoff/local", "--params", json.dumps(params))
+    rid = flow_run_id(run.stdout)
+    wait_for(lambda: lane_state(runs, "torch") == "running", 300, "the lane", doomed)
+    kill_tree(doomed.pid)
+    doomed.wait(10)
+    service.prefect("flow-run", "cancel", rid)
+    asked = time.monotonic()
+    with service.client() as client:
+        wait_for(lambda: client.read_flow_run(rid).state.is_final(), 20 + 45, "the run to end")
+        state = client.read_flow_run(rid).state
+    assert state.is_cancelled(), f"{state}: {state.message}"
+    assert state.message == automation_message("bakeoff-cancel-silent-runs"), state
+    print(f"Cancelled {time.monotonic() - asked:.0f} s after the cancel of a dead run")
+
+
+def made(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "automation.yaml"
+    path.write_text(text)
+    return path
 
 
 CRASH_WINDOW_S = 40  # Prefect 3.9 beats every 30 s at the most; the README's window is 120 s
 
 
 def test_a_run_whose_host_dies_is_marked_crashed_and_the_next_run_resumes(service, tmp_path):
-    """The README's automation, made by its one command from deployments/automations.yaml with the
-    window cut to CRASH_WINDOW_S, marks a run Crashed once its worker and every process under it
-    are SIGKILLed (nothing is left to report); the next run of the same bake-off reuses the lane
-    that finished and says it resumed."""
-    text = (ROOT / "deployments" / "automations.yaml").read_text()
-    assert "within: 120" in text and "name: bakeoff-crash-silent-runs\n" in text
-    quick = tmp_path / "automations.yaml"
-    quick.write_text(
-        text.replace("within: 120", f"within: {CRASH_WINDOW_S}").replace(
-            "name: bakeoff-crash-silent-runs\n", "name: bakeoff-crash-silent-runs-test\n"
-        )
-    )
-    service.prefect("automation", "create", "--from-file", str(quick))
-    if service.dispatcher.poll() is None:  # run alone (-k): this test's workers take its runs
-        service.dispatcher.send_signal(signal.SIGTERM)
-        service.dispatcher.wait(60)
-    message = text.split("message:", 1)[1].strip().splitlines()[0].strip('"')
-    params = {
-        "kernel_path": str(EXAMPLES / "rmsnorm_torch"),
-        "mode": "bakeoff",
-        "budget": 1,
-        "runs_root": str(tmp_path / "runs"),
-        # the triton lane's reviewer never answers while BAKEOFF_TEST_REVIEWER_DOWN is set
-        "agents": {**QUICK, "reviewer": "tests.role_doubles:reviewer_down_in_triton"},
-    }
+    """The README's crash automation, made by its one command from deployments/automations.yaml
+    with the window cut to CRASH_WINDOW_S, marks a run Crashed once its worker and every
+    process under it are SIGKILLed (nothing is left to report); the next run of the same
+    bake-off reuses the lane that finished and says it resumed."""
+    name = "bakeoff-crash-silent-runs"
+    quick = automation(name, {120: CRASH_WINDOW_S})
+    service.prefect("automation", "create", "--from-file", str(made(tmp_path, quick)))
+    service.stop_workers("default")  # run alone (-k): this test's workers take its runs
+    runs = tmp_path / "runs"
+    # the triton lane's reviewer never answers while BAKEOFF_TEST_REVIEWER_DOWN is set
+    params = bakeoff_params(runs, "bakeoff", reviewer="reviewer_down_in_triton")
     stuck = {"BAKEOFF_TEST_REVIEWER_DOWN": "1"}  # two CPU slots: the torch lane never waits
     doomed = service.worker("doomed", "default", slots=2, env=stuck)
     run = service.prefect("deployment", "run", "bakeoff/local", "--params", json.dumps(params))
     rid = flow_run_id(run.stdout)
 
-    def lane_state(key: str) -> str | None:
-        found = list((tmp_path / "runs").glob(f"*/lanes/{key}/progress.json"))
-        return json.loads(found[0].read_text()).get("state") if found else None
-
     def torch_done_triton_stuck():
-        return lane_state("torch") == "completed" and lane_state("triton") == "reviewing"
+        return lane_state(runs, "torch") == "completed" and lane_state(runs, "triton") == (
+            "reviewing"
+        )
 
     wait_for(torch_done_triton_stuck, 300, "the torch lane to finish", doomed)
-    with service.client() as client:
-        assert client.read_flow_run(rid).state.is_running()
-        killed = kill_tree(doomed.pid)
-        doomed.wait(10)
-        dead_at = time.monotonic()
-        assert len(killed) > 2, killed  # the worker script, the worker, the run's process, ...
-        wait_for(
-            lambda: client.read_flow_run(rid).state.is_crashed(),
-            CRASH_WINDOW_S + 45,
-            "the automation to mark the silent run Crashed",
-        )
-        crashed = client.read_flow_run(rid).state
+    try:
+        with service.client() as client:
+            assert client.read_flow_run(rid).state.is_running()
+            killed = kill_tree(doomed.pid)
+            doomed.wait(10)
+            dead_at = time.monotonic()
+            assert len(killed) > 2, killed  # the worker script, the worker, the run's process
+            wait_for(
+                lambda: client.read_flow_run(rid).state.is_crashed(),
+                CRASH_WINDOW_S + 45,
+                "the automation to mark the silent run Crashed",
+            )
+            crashed = client.read_flow_run(rid).state
+    finally:  # the tests after this one see only the README's automations
+        service.prefect("--no-prompt", "automation", "delete", f"{name}-test")
     took = time.monotonic() - dead_at
-    assert crashed.message == message, crashed  # the automation's action set it
+    assert crashed.message == automation_message(name), crashed  # the automation's action
     print(f"marked Crashed {took:.0f} s after its host died (window {CRASH_WINDOW_S} s)")
 
-    service.worker("revived", "default", slots=2)  # the reviewer answers again: same lane settings
-    again = service.prefect(
-        "deployment",
-        "run",
-        "bakeoff/local",
-        "--params",
-        json.dumps(params),
-        "--watch",
-        "--watch-timeout",
-        "400",
-        timeout=450,
-    )
-    rid2 = flow_run_id(again.stdout)
-    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
-
-    with service.client() as client:
-        assert client.read_flow_run(rid2).state.is_completed()
-        only = LogFilter(flow_run_id=LogFilterFlowRunId(any_=[rid2]))
-        said = "\n".join(log.message for log in client.read_logs(log_filter=only, limit=200))
+    service.worker("revived", "default", slots=2)  # the reviewer answers again: same settings
+    _, said = run_to_the_end(service, params)
     assert f"resumed: an earlier run ({rid[:8]}) stopped in phase 'lanes'" in said, said
     assert "reusing finished lane(s) torch" in said, said
     assert "Discover (reused): " in said and "lane triton: completed" in said, said
-    result = json.loads(next((tmp_path / "runs").glob("rmsnorm-*/report.json")).read_text())
+    result = json.loads(next(runs.glob("rmsnorm-*/report.json")).read_text())
     lanes = {lane["key"]: lane for lane in result["lanes"]}
     assert lanes["torch"]["reused"] and lanes["torch"]["status"] == "completed", lanes
     assert not lanes["triton"]["reused"] and lanes["triton"]["status"] == "completed", lanes
@@ -442,13 +389,7 @@ def test_a_run_whose_host_dies_is_marked_crashed_and_the_next_run_resumes(servic
 def test_a_bakeoff_killed_during_discover_keeps_the_checks_it_finished(service, tmp_path):
     """A bake-off's process killed (SIGKILL, with everything under it) after Discover's first
     check: the next run takes that check as it was and checks only the second."""
-    params = {
-        "kernel_path": str(EXAMPLES / "rmsnorm_torch"),
-        "mode": "bakeoff",
-        "budget": 1,
-        "runs_root": str(tmp_path / "runs"),
-        "agents": {**QUICK, "planner": "tests.role_doubles:discover_checks_two_copies"},
-    }
+    params = bakeoff_params(tmp_path / "runs", "bakeoff", planner="discover_checks_two_copies")
     script = f"from flows.bakeoff import bakeoff; bakeoff(**{params!r})"
     env = {**service.env, "BAKEOFF_LOCK_DIR": str(tmp_path / "locks")}
     first = subprocess.Popen(
