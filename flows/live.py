@@ -66,6 +66,7 @@ def result_json(report: Report) -> dict:
         ],
         "winner": report.winner.model_dump(mode="json") if report.winner else None,
         "warnings": report.warnings,
+        "judged": len(report.judged()),  # 0: no verdict, and the exit status is 1
     }
 
 
@@ -256,13 +257,20 @@ def run(request: BakeoffRequest, as_json: bool = False, debug: bool = False) -> 
     if "error" in out:
         raise out["error"]
     report: Report = out["report"]
+    # exit 1 when nothing was judged: "no winner" there would report a contest that never ran
+    status = 0 if report.winner or report.judged() else 1
     if as_json:
         print(json.dumps(result_json(report), indent=1))
-        return 0
+        return status
     console.print(ranking_table(report))
     if report.winner:
         w = report.winner
         console.print(f"winner: {w.name} ({w.language}, {w.mode}) {w.speedup:.3f}x  {w.path}")
+    elif status:
+        console.print(
+            f"no verdict: no candidate was checked ({report.why_nothing_was_judged()})",
+            soft_wrap=True,
+        )
     else:
         console.print(
             "no winner: no candidate beat the frozen baseline; the original kernel is kept"
@@ -272,4 +280,4 @@ def run(request: BakeoffRequest, as_json: bool = False, debug: bool = False) -> 
     console.print(f"report: {report.report_path}")
     console.print(f"html report: {report.html_path}")
     _print_extras(console, report, req)
-    return 0
+    return status

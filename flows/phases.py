@@ -54,6 +54,8 @@ def lane_line(lane: LaneResult) -> str:
 
 def winner_line(report: Report) -> str:
     w = report.winner
+    if w is None and not report.judged():
+        return f"no verdict: no candidate was checked ({report.why_nothing_was_judged()})"
     if w is None:
         return "no winner: nothing beat the frozen baseline by more than its spread"
     need = f" (needed {1 + w.margin:.3f}x)" if w.margin is not None else ""

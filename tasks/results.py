@@ -146,6 +146,16 @@ class Report(BaseModel):
     prose: str = ""
     prose_dropped: list[str] = Field(default_factory=list)
 
+    def judged(self) -> list[CandidateRow]:
+        """The candidates the harness gave a verdict on: not the baseline, not its own faults."""
+        return [r for r in self.rows if r.mode != "baseline" and r.status != "HARNESS_ERROR"]
+
+    def why_nothing_was_judged(self) -> str:
+        """With no judged candidate, "no winner" would claim a contest that never took place:
+        what stopped each lane, and the run's warnings, in one line."""
+        said = [f"lane {lane.key}: {lane.reason or lane.status}" for lane in self.lanes]
+        return "; ".join(said + self.warnings) or "no lane ran"
+
 
 class DiscoverOutcome(BaseModel):
     plan: DiscoverPlan

@@ -139,3 +139,17 @@ def test_ctrl_c_stops_with_one_line_and_the_same_command_resumes(tmp_path, env):
     assert again.returncode == 0, again.stderr[-3000:]
     assert "resuming: the last run here stopped in phase 'lanes'" in again.stdout
     assert "anonymous usage" not in again.stdout + again.stderr
+
+
+def test_a_run_that_judged_nothing_says_no_verdict_and_exits_1(tmp_path, env):
+    proc = run_cli(
+        "run", KERNEL, "--mode", "author", "--target-language", "triton", "--budget", "1",
+        "--runs-root", str(tmp_path / "runs"), env=env,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    why = "lane triton: skipped: no model configured; set ANTHROPIC_API_KEY"
+    assert f"no verdict: no candidate was checked ({why})" in proc.stdout
+    assert "no winner" not in proc.stdout
+    (report,) = (tmp_path / "runs").glob("*/report.md")
+    assert "## No verdict: no candidate was checked" in report.read_text()
+    assert "No verdict" in report.with_name("report.html").read_text()
