@@ -96,7 +96,8 @@ def test_without_a_model_a_specless_directory_is_one_line_and_exit_2(tmp_path):
 @pytest.mark.slow
 def test_bakeoff_run_on_a_specless_directory_has_oracle_freezer_write_the_spec(tmp_path):
     """The scripted model answers oracle_freezer with the spec; the run freezes and reports
-    from it. Its one optimize round submits nothing (patience 1), so the lane ends failed."""
+    from it. Its one optimize round submits nothing (patience 1), so the lane ends failed and,
+    nothing judged, the run exits 1."""
     import json
 
     from tests.agent_env import AGENT_ENV
@@ -117,7 +118,7 @@ def test_bakeoff_run_on_a_specless_directory_has_oracle_freezer_write_the_spec(t
         }
         done = run_cli("run", str(kernel_dir), "--budget", "1", "--samples", "5",
                        "--runs-root", str(runs), "--json", cwd=tmp_path, env=env)  # fmt: skip
-        assert done.returncode == 0, done.stderr[-3000:]
+        assert done.returncode == 1, done.stderr[-3000:]
         assert api.remaining() == 0
         assert "oracle_freezer" in api.turns[0]["body"]["messages"][0]["content"]
     said = [ln for ln in done.stderr.splitlines() if ln.startswith("no op spec in")]
@@ -135,6 +136,7 @@ def test_bakeoff_run_on_a_specless_directory_has_oracle_freezer_write_the_spec(t
     assert spec.entry == "kernel.py:double" and spec.workloads[0].dims == {"N": 4096}
     assert out["baseline_ms"]["small"] > 0 and Path(out["report"]).is_file()
     assert out["winner"] is None and out["lanes"][0]["status"] == "failed"
+    assert out["judged"] == 0
     assert [p.name for p in kernel_dir.iterdir()] == ["kernel.py"]  # the input is untouched
     (staged,) = (runs / "specs").iterdir()  # where the copy with the spec lives, as said
     assert str(staged / "input" / "op.toml") in said[0]
