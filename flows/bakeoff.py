@@ -4,8 +4,8 @@
     author    one lane in `target_language`, written from scratch
     bakeoff   Freeze -> Discover -> every lane in parallel over the device pool -> Report
 
-Every mode freezes the input first (lanes check against the frozen task) and ends with the
-report. In bakeoff mode the input's language always competes first as an optimize lane;
+Every mode freezes the input first (lanes check against the frozen task; a directory without
+an op spec gets one from oracle_freezer there, flows/freeze.py) and ends with the report. In bakeoff mode the input's language always competes first as an optimize lane;
 `backends` only adds lanes; otherwise Discover's plan decides. Lanes run as subflows in
 threads of this process (`dispatch="local"`), at most one per device, or as runs of a lane
 deployment served by GPU workers on other hosts (`dispatch="deployment"`). A lane whose
@@ -276,7 +276,17 @@ def bakeoff(
     if req.fresh:  # verdicts kept for reuse within the run directory (tasks.evaluate)
         shutil.rmtree(run_root / "checked", ignore_errors=True)
     with subflows_without_heartbeats():
-        frozen = freeze(str(Path(kernel_path).resolve()), str(store.task_dir), req.pool)
+        frozen = freeze(
+            str(Path(kernel_path).resolve()),
+            str(store.task_dir),
+            req.pool,
+            specs_root=str(Path(runs_root).resolve()),
+        )
+        if frozen.source.written:  # oracle_freezer wrote the spec: kept here, said once
+            from tasks.agents.freezer import record_in
+
+            store.set_phase("freeze", spec=record_in(run_root, frozen.source))
+            logger.info(f"the op spec oracle_freezer wrote is kept as {run_root / 'op.toml'}")
         logger.info(phases.frozen_line(frozen))
         discovered, warnings = None, []
         if req.mode == "bakeoff":

@@ -20,9 +20,9 @@ from pathlib import Path
 from prefect import flow, get_run_logger
 
 from flows.bakeoff import bakeoff, subflows_without_heartbeats
+from flows.freeze import freeze
 from tasks.apply.hook import apply_and_record
 from tasks.campaign import Ledger, RoundEntry, archive_for, improves, note_for, round_best
-from tasks.freezing import freeze_isolated
 from tasks.results import PoolConfig, Report
 from tasks.run_store import RunStore, default_run_dir
 from tasks.store.history import history_url
@@ -46,7 +46,14 @@ def campaign(
         gpu_mode=params.get("gpu_mode", "pool"),
         cpu_slots=params.get("cpu_slots"),
     )
-    task = freeze_isolated(Path(kernel_path), store.task_dir, pool)
+    with subflows_without_heartbeats():  # a directory without a spec gets one here
+        frozen = freeze(
+            str(Path(kernel_path).resolve()),
+            str(store.task_dir),
+            pool,
+            specs_root=str(Path(runs_root).resolve()),
+        )
+    task = Path(frozen.task_dir)
     spec = json.loads((task / "spec.json").read_text())
     arch = json.loads((task / "fingerprint.json").read_text()).get("arch", "cpu")
     oracle = json.loads((task / "MANIFEST.json").read_text())["oracle_sha256"]

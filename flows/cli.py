@@ -27,30 +27,13 @@ def _prepare_device_env() -> None:
         pass
 
 
-def with_spec(path: Path, root: Path) -> tuple[Path, str]:
-    """The input to freeze, and a line to say: for a directory that no format reads, the copy
-    with the op.toml the oracle_freezer role wrote under `root/specs/` (tasks/agents/freezer.py;
-    no model: BadInput). Anything else is returned as it is, without loading the agents."""
-    from scripts.formats import detect_format
-
-    path = Path(path)
-    if not path.is_dir():
-        return path, ""
-    try:
-        detect_format(path)
-        return path, ""
-    except BadInput:
-        from tasks.agents.freezer import spec_for
-
-        return spec_for(path, root)
-
-
 def cmd_freeze(args) -> int:
     from scripts import sizes
     from scripts.freeze import freeze, load_task
+    from tasks.agents.freezer import spec_for  # a directory without a spec: oracle_freezer's
 
     root = Path(args.out).resolve().parent if args.out else Path("runs")
-    kernel_path, said = with_spec(Path(args.kernel_path), root)
+    kernel_path, said = spec_for(Path(args.kernel_path), root)
     if said:
         print(said, file=sys.stderr)
     if not args.json and sys.stderr.isatty():  # the baseline's check can take a minute

@@ -1,5 +1,10 @@
 """Freeze flow: the input kernel becomes one immutable oracle, the denominator of every speedup.
 
+A directory that no input format reads (only a kernel.py, say) first gets its op spec from the
+oracle_freezer role, here and nowhere else in the flows (tasks/agents/freezer.py): the model's
+op.toml goes beside a copy of the sources under `<specs_root>/specs/`, that copy is frozen, and
+the input is left as it was. Without a model the run fails with one line saying what is missing.
+
 Run as `python -m flows.freeze KERNEL_PATH OUT`.
 """
 
@@ -15,6 +20,7 @@ from pydantic import BaseModel
 
 from scripts import manifest
 from scripts.freeze import load_task
+from tasks.agents.freezer import SpecSource, needs_spec, source_for
 from tasks.freezing import freeze_isolated
 from tasks.results import PoolConfig
 
@@ -25,10 +31,19 @@ class Frozen(BaseModel):
     op: str
     language: str
     baseline_ms: dict[str, float]
+    source: SpecSource  # what was frozen: the input, or its copy with the op.toml a model wrote
+
+
+@task(name="write-op-spec", cache_policy=NONE)
+def op_spec_task(kernel_path: str, specs_root: str) -> SpecSource:
+    """oracle_freezer's op spec for a directory that has none (reused for the same sources)."""
+    return source_for(kernel_path, specs_root)
 
 
 @task(name="freeze-kernel", cache_policy=NONE)
-def freeze_task(kernel_path: str, out: str, pool: PoolConfig | None = None) -> Frozen:
+def freeze_task(
+    kernel_path: str, out: str, pool: PoolConfig | None = None, source: SpecSource | None = None
+) -> Frozen:
     task_dir = freeze_isolated(Path(kernel_path), Path(out), pool)
     spec, _, baseline = load_task(task_dir)
     oracle = json.loads((task_dir / manifest.MANIFEST).read_text())["oracle_sha256"]
@@ -38,14 +53,25 @@ def freeze_task(kernel_path: str, out: str, pool: PoolConfig | None = None) -> F
         op=spec.name,
         language=spec.language.lower(),
         baseline_ms={k: v["median_ms"] for k, v in baseline["workloads"].items()},
+        source=source or SpecSource(input=kernel_path, frozen_from=kernel_path),
     )
 
 
 @flow(name="freeze", flow_run_name="freeze {kernel_path}")
-def freeze(kernel_path: str, out: str, pool: PoolConfig | None = None) -> Frozen:
-    """Freeze `kernel_path` into `out` on a leased device (kept when already frozen from it)."""
-    frozen = freeze_task(kernel_path, out, pool)
-    get_run_logger().info(
+def freeze(
+    kernel_path: str, out: str, pool: PoolConfig | None = None, specs_root: str | None = None
+) -> Frozen:
+    """Freeze `kernel_path` into `out` on a leased device (kept when already frozen from it);
+    a directory without a spec gets one first, staged under `specs_root` (default: beside
+    `out`)."""
+    logger = get_run_logger()
+    source = None
+    if needs_spec(Path(kernel_path)):  # before a device is leased: the model takes its time
+        root = specs_root or str(Path(out).resolve().parent)
+        source = op_spec_task(kernel_path, root)
+        logger.info(source.said)
+    frozen = freeze_task(source.frozen_from if source else kernel_path, out, pool, source)
+    logger.info(
         f"frozen {frozen.op} ({frozen.language}) into {frozen.task_dir}, "
         f"oracle {frozen.oracle_sha256[:12]}; baseline "
         + ", ".join(f"{k} {v:.4g} ms" for k, v in frozen.baseline_ms.items())

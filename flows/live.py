@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import threading
 import time
 from pathlib import Path
@@ -85,6 +84,9 @@ class LaneRows:
     def refresh(self) -> None:
         run = self.store.progress()
         phase = run.get("phase", "freeze")
+        if run.get("spec") and self.said.get("spec") != run["spec"]:  # oracle_freezer's spec
+            self.said["spec"] = run["spec"]
+            self.progress.console.print(run["spec"], soft_wrap=True)
         state = ""
         if phase == "discover":  # its checks, as they finish, and the one under way
             info = LaneStore(self.store.discover_dir).read_progress()
@@ -178,11 +180,14 @@ def run(request: BakeoffRequest, as_json: bool = False, debug: bool = False) -> 
     if not debug:  # the display and the UI carry what Prefect would print on the console
         os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
     req = validate(request)
-    from flows.cli import with_spec
+    from tasks.agents.freezer import needs_spec, no_spec_here
 
-    kernel_path, said = with_spec(Path(req.kernel_path), Path(req.runs_root))
-    if said:  # the flow freezes and reports from the copy that has the written op.toml
-        req = req.model_copy(update={"kernel_path": str(kernel_path)})
+    specless = needs_spec(Path(req.kernel_path))  # the flow's freeze phase has the spec written
+    if specless:
+        from tasks.agents.settings import model_configured
+
+        if not model_configured():  # one line, before any server starts
+            raise no_spec_here(Path(req.kernel_path))
     run_dir = Path(
         req.run_dir
         or default_run_dir(
@@ -193,10 +198,6 @@ def run(request: BakeoffRequest, as_json: bool = False, debug: bool = False) -> 
     console = Console(stderr=as_json)
     if not console.is_terminal:
         console.width = 140  # a log file or a pipe: room for the ranking table
-    if said:  # the written spec is kept in the run directory too
-        run_dir.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(kernel_path / "op.toml", run_dir / "op.toml")
-        console.print(f"{said}; kept as {run_dir / 'op.toml'}", soft_wrap=True)
     from scripts.isolation import warning
 
     unsafe = warning()  # candidates could read this user's processes' environment
@@ -211,15 +212,15 @@ def run(request: BakeoffRequest, as_json: bool = False, debug: bool = False) -> 
     )
     server_started = start_beside_freeze(resolve(req.pool).kind)
     say = None if console.is_terminal else console.print  # no spinner there: plain lines
+    doing = f"freezing {req.kernel_path}: checking and timing the baseline"
+    if specless:  # the flow freezes, once oracle_freezer has written the spec
+        doing = f"{req.kernel_path} has no op spec: the oracle_freezer role writes one first"
     if say:
-        say(
-            f"{time.strftime('%H:%M:%S')} freezing {req.kernel_path}: checking and timing the baseline"
-        )
+        say(f"{time.strftime('%H:%M:%S')} {doing}")
     with freezing:  # checking and timing the baseline: seconds, a minute or more for big ones
-        freezing.add_task(
-            f"freezing {req.kernel_path}: checking and timing the baseline", total=None
-        )
-        freeze_isolated(Path(req.kernel_path), run_dir / "task", req.pool)
+        freezing.add_task(doing, total=None)
+        if not specless:
+            freeze_isolated(Path(req.kernel_path), run_dir / "task", req.pool)
     server_started()
     from tasks.agents import check_agents  # first Prefect import: the request is good by now
 

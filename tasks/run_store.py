@@ -52,9 +52,14 @@ def code_version() -> str:
 
 
 def input_key(kernel_path: Path) -> tuple[str, str]:
-    """(op name, short hash of the input's spec and sources): names the run directory."""
+    """(op name, short hash of the input's spec and sources): names the run directory. A
+    directory without a spec (its spec is written in the freeze phase, tasks/agents/freezer.py)
+    is named for itself and its sources until then: the run directory is known before."""
     from scripts.untrusted import load_spec  # imports the input in the sandbox
+    from tasks.agents.freezer import needs_spec, sources_key
 
+    if needs_spec(Path(kernel_path)):
+        return Path(kernel_path).resolve().name, sources_key(Path(kernel_path))
     spec, src = load_spec(Path(kernel_path))
     files = manifest.build(src)
     return spec.name, _sha(spec.model_dump_json() + json.dumps(files, sort_keys=True))[:12]

@@ -4,13 +4,14 @@ freezes as usual, and the input directory is left as it was."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 import pytest
 
 from scripts.formats import load_spec
-from tasks.agents.freezer import write_spec
+from tasks.agents.freezer import no_spec_here, write_spec
 from tests.agent_env import held_key, settings_for
 from tests.conftest import EXAMPLES
 from tests.scripted_api import ScriptedAPI, reply, tool
@@ -95,7 +96,8 @@ def test_without_a_model_a_specless_directory_is_one_line_and_exit_2(tmp_path):
 @pytest.mark.slow
 def test_bakeoff_run_on_a_specless_directory_has_oracle_freezer_write_the_spec(tmp_path):
     """The scripted model answers oracle_freezer with the spec; the run freezes and reports
-    from it. Its one optimize round submits nothing (patience 1), so the lane ends failed."""
+    from it. Its one optimize round submits nothing (patience 1), so the lane ends failed and,
+    nothing judged, the run exits 1."""
     import json
 
     from tests.agent_env import AGENT_ENV
@@ -116,14 +118,15 @@ def test_bakeoff_run_on_a_specless_directory_has_oracle_freezer_write_the_spec(t
         }
         done = run_cli("run", str(kernel_dir), "--budget", "1", "--samples", "5",
                        "--runs-root", str(runs), "--json", cwd=tmp_path, env=env)  # fmt: skip
-        assert done.returncode == 0, done.stderr[-3000:]
+        assert done.returncode == 1, done.stderr[-3000:]
         assert api.remaining() == 0
         assert "oracle_freezer" in api.turns[0]["body"]["messages"][0]["content"]
     said = [ln for ln in done.stderr.splitlines() if ln.startswith("no op spec in")]
     assert len(said) == 1 and "oracle_freezer wrote" in said[0], done.stderr[-3000:]
     out = json.loads(done.stdout)
     run_dir = Path(out["run_dir"])
-    assert run_dir.parent == runs and run_dir.name.startswith("double-optimize-")
+    # named for the directory: its run directory is known before the model names the op
+    assert run_dir.parent == runs and run_dir.name.startswith("just_a_kernel-optimize-")
     assert f"kept as {run_dir / 'op.toml'}" in said[0]
     task = run_dir / "task"
     assert (task / "MANIFEST.json").is_file()
@@ -133,6 +136,126 @@ def test_bakeoff_run_on_a_specless_directory_has_oracle_freezer_write_the_spec(t
     assert spec.entry == "kernel.py:double" and spec.workloads[0].dims == {"N": 4096}
     assert out["baseline_ms"]["small"] > 0 and Path(out["report"]).is_file()
     assert out["winner"] is None and out["lanes"][0]["status"] == "failed"
+    assert out["judged"] == 0
     assert [p.name for p in kernel_dir.iterdir()] == ["kernel.py"]  # the input is untouched
     (staged,) = (runs / "specs").iterdir()  # where the copy with the spec lives, as said
     assert str(staged / "input" / "op.toml") in said[0]
+
+
+SOFTMAX_SPEC = SPEC | {"workloads": [{"name": "small", "dims": {"M": 8, "N": 128}}]}
+
+
+def specless_softmax_in_a_repo(root: Path):
+    """A git repository holding the shipped softmax without its op.toml, committed."""
+    import git
+
+    repo = git.Repo.init(root, initial_branch="main")
+    with repo.config_writer() as cw:
+        cw.set_value("user", "name", "tester")
+        cw.set_value("user", "email", "tester@example.invalid")
+    kernel_dir = root / "ops" / "softmax"
+    shutil.copytree(EXAMPLES / "softmax_triton", kernel_dir)
+    (kernel_dir / "op.toml").unlink()
+    repo.index.add(["ops"])
+    repo.index.commit("a softmax without a spec")
+    return repo, kernel_dir
+
+
+@pytest.mark.slow
+def test_the_bakeoff_flow_called_directly_writes_the_spec_and_applies_to_the_original(
+    prefect_api, tmp_path, monkeypatch
+):
+    """The flow itself (not the CLI) on a spec-less directory in a git repository, asked to
+    apply: oracle_freezer writes the spec in the freeze phase, the model's optimize round wins
+    with a candidate that also edits the written op.toml, and the winner lands on a new branch
+    of the ORIGINAL repository without that op.toml; the staged copy is left as it was. Then
+    `bakeoff apply RUN_DIR` on the same run makes the next branch the same way."""
+    import git
+
+    from flows.bakeoff import bakeoff
+    from tasks.agents.freezer import recorded
+    from tasks.apply.cli import apply_run
+    from tests.agent_env import AGENT_ENV
+    from tests.agent_kernels import rows_kernel
+    from tests.test_agents_lane import (
+        CARD,
+        check_step,
+        prose,
+        review_what_is_put_forward,
+        submit_round,
+    )
+
+    for k, v in (AGENT_ENV | {"BAKEOFF_AGENT_LEARNED_DIR": str(tmp_path / "learned")}).items():
+        monkeypatch.setenv(k, v)
+    repo, kernel_dir = specless_softmax_in_a_repo(tmp_path / "repo")
+    head, before = repo.head.commit.hexsha, sorted(p.name for p in kernel_dir.iterdir())
+    steps = [
+        reply(tool("submit", **SOFTMAX_SPEC)),
+        reply(tool("write_file", path="candidates/rows/kernel.py", content=rows_kernel(64))),
+        reply(tool("write_file", path="candidates/rows/op.toml", content="# the model's edit\n")),
+        check_step("candidates/rows", "rows64"),
+        submit_round("rows64"),
+        review_what_is_put_forward,
+        CARD,
+        prose,
+    ]
+    runs = tmp_path / "runs"
+    with held_key(), ScriptedAPI(steps) as api:
+        monkeypatch.setenv("BAKEOFF_AGENT_BASE_URL", api.base_url)
+        report = bakeoff(str(kernel_dir), budget=1, samples=5, runs_root=str(runs),
+                         apply_to_original=True)  # fmt: skip
+        assert api.remaining() == 0
+        assert "oracle_freezer" in api.turns[0]["body"]["messages"][0]["content"]
+    run_dir = Path(report.run_dir)
+    (staged,) = (runs / "specs").iterdir()
+    staged = staged / "input"
+    source = recorded(run_dir)  # the run records the original, the staged copy apart
+    assert source.input == str(kernel_dir) and source.frozen_from == str(staged)
+    assert "oracle_freezer wrote" in source.said and report.kernel_path == str(kernel_dir)
+    assert (run_dir / "op.toml").read_text() == (staged / "op.toml").read_text()
+    assert load_spec(run_dir / "task" / "baseline_src")[0].workloads[0].dims == {"M": 8, "N": 128}
+    assert report.winner is not None and report.winner.name == "rows64"
+    # the winner on a new branch of the original's repository; op.toml not part of it
+    applied = json.loads((run_dir / "apply.json").read_text())
+    assert applied["status"] == "committed", applied
+    assert applied["repo"] == str(repo.working_tree_dir) and applied["files"] == [
+        "ops/softmax/kernel.py"
+    ]
+    branch = repo.heads[applied["branch"]]
+    assert (
+        branch.commit.parents[0].hexsha == head
+        and "ROWS = 64"
+        in (branch.commit.tree / "ops/softmax/kernel.py").data_stream.read().decode()
+    )
+    assert "ops/softmax/op.toml" not in [b.path for b in branch.commit.tree.traverse()]
+    assert f"not committed here: {run_dir / 'op.toml'}" in branch.commit.message
+    assert repo.active_branch.name == "main" and repo.head.commit.hexsha == head
+    assert not repo.is_dirty(untracked_files=True)
+    assert sorted(p.name for p in kernel_dir.iterdir()) == before  # the input is untouched
+    # the staged copy: the sources as they were and the written spec, no repository, no patch
+    assert (staged / "kernel.py").read_text() == (kernel_dir / "kernel.py").read_text()
+    assert sorted(p.name for p in staged.iterdir()) == sorted([*before, "op.toml"])
+    with pytest.raises(git.InvalidGitRepositoryError):
+        git.Repo(staged, search_parent_directories=True)
+    # `bakeoff apply RUN_DIR` reads the same record: the next branch, the same one file
+    assert apply_run(run_dir, None, None, as_json=True) == 0
+    assert f"{applied['branch']}-2" in [h.name for h in repo.heads]
+
+
+@pytest.mark.slow
+def test_the_bakeoff_flow_without_a_model_fails_with_the_one_reason(
+    prefect_api, tmp_path, monkeypatch
+):
+    from flows.bakeoff import bakeoff
+    from scripts.errors import BadInput
+    from tasks.agents.settings import forget_key
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    forget_key()
+    kernel_dir = kernel_only(tmp_path)
+    with pytest.raises(BadInput) as failed:
+        bakeoff(str(kernel_dir), budget=1, runs_root=str(tmp_path / "runs"))
+    assert str(failed.value) == str(no_spec_here(kernel_dir))
+    assert "write op.toml, or set ANTHROPIC_API_KEY" in str(failed.value)
+    assert not (tmp_path / "runs" / "specs").exists()
+    assert [p.name for p in kernel_dir.iterdir()] == ["kernel.py"]

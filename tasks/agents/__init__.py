@@ -7,7 +7,7 @@
     claude_code  the Claude Code CLI driver, behind a local proxy that holds the key
     loop         the lane loop of the author and optimizer roles
     review       the reviewer's and update_experience's model conversations
-    freezer      oracle_freezer: an op spec for a kernel directory that has none (the CLI hook)
+    freezer      oracle_freezer: an op spec for a kernel directory that has none (Freeze's hook)
     judgment     op_benchmarker (the author plan) and reporter (prose, figures checked)
     tools        file, command, check and profile tools confined to the lane workspace
     workspace    the lane workspace, its git history, the iterations log and the receipts

@@ -5,6 +5,12 @@ may run commands there, writes nothing); its SpecDraft answer is written as `op.
 copy of the sources in `out`, and loaded by the native format's own loader before it is
 accepted: an answer the loader refuses goes back to the model once with the loader's error.
 The input directory itself is never changed.
+
+`spec_for` is the one place that decides what Freeze reads: the freeze flow (flows/freeze.py)
+calls it, so `bakeoff run`, the bakeoff flow called from Python and a deployment's run all get
+it, and `bakeoff freeze` (no Prefect) calls it too. `SpecSource` is what a run records of it
+(`RUN_DIR/op_spec.json`): the input as given, which a winner is applied to, apart from the
+staged copy that Freeze read.
 """
 
 from __future__ import annotations
@@ -12,16 +18,19 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel
 
 from scripts.errors import BadInput
-from scripts.formats import load_spec
-from tasks.agents.loop import SYSTEM, drive
-from tasks.agents.outputs import SpecDraft
-from tasks.agents.settings import AgentSettings
-from tasks.agents.tools import LaneTools
-from tasks.agents.transcript import Ledger
+
+if TYPE_CHECKING:  # the agent runtime loads only when a spec is written
+    from tasks.agents.outputs import SpecDraft
+    from tasks.agents.settings import AgentSettings
+    from tasks.agents.tools import LaneTools
 
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".git")
+RECORD = "op_spec.json"  # in a run directory: where its input's spec came from
 
 
 def _toml_value(value) -> str:
@@ -63,8 +72,16 @@ class _SourcesOnly:
         return []
 
 
-def write_spec(kernel_dir: Path, out: Path, work: Path, settings: AgentSettings | None = None):
+def write_spec(
+    kernel_dir: Path, out: Path, work: Path, settings: AgentSettings | None = None
+) -> Path:
     """Ask oracle_freezer for the spec of `kernel_dir`; return `out` (sources + op.toml)."""
+    from scripts.formats import load_spec
+    from tasks.agents.loop import SYSTEM, drive
+    from tasks.agents.outputs import SpecDraft
+    from tasks.agents.settings import AgentSettings
+    from tasks.agents.tools import LaneTools
+    from tasks.agents.transcript import Ledger
     from tasks.agents.wrapper import render_prompt
 
     settings = settings or AgentSettings.from_env()
@@ -127,7 +144,7 @@ class _NoWrite:
         return self.tools.call(name, arguments)
 
 
-# --- the CLI's hook: `bakeoff run DIR` and `bakeoff freeze DIR` on a directory without a spec
+# --- Freeze's hook: every entry point on a directory without a spec
 
 
 def needs_spec(path: Path) -> bool:
@@ -153,16 +170,21 @@ def no_spec_here(path: Path) -> BadInput:
     )
 
 
-def staging_for(kernel_dir: Path, root: Path) -> Path:
-    """`root/specs/<dir name>-<hash of its sources>`: the same sources reuse the written spec,
-    so a resumed run freezes the same oracle instead of asking the model again."""
+def sources_key(kernel_dir: Path) -> str:
+    """A short hash of a directory's files: names its staged copy, and the run directory of an
+    input that has no spec yet (tasks/run_store.py), before the model has written one."""
     import hashlib
 
     from scripts import manifest
 
     files = manifest.build(Path(kernel_dir))
-    key = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:12]
-    return Path(root) / "specs" / f"{Path(kernel_dir).resolve().name}-{key}"
+    return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def staging_for(kernel_dir: Path, root: Path) -> Path:
+    """`root/specs/<dir name>-<hash of its sources>`: the same sources reuse the written spec,
+    so a resumed run freezes the same oracle instead of asking the model again."""
+    return Path(root) / "specs" / f"{Path(kernel_dir).resolve().name}-{sources_key(kernel_dir)}"
 
 
 def spec_for(kernel_path: Path, root: Path) -> tuple[Path, str]:
@@ -185,3 +207,37 @@ def spec_for(kernel_path: Path, root: Path) -> tuple[Path, str]:
         f"no op spec in {kernel_path}: oracle_freezer wrote {written / 'op.toml'} "
         f"(the input is unchanged; transcript in {staging / 'work' / 'transcripts'})"
     )
+
+
+class SpecSource(BaseModel):
+    """What Freeze read for an input, as a run records it (`RUN_DIR/op_spec.json`)."""
+
+    input: str  # the kernel path as given: the original, which a winner is applied to
+    frozen_from: str  # the input itself, or the staged copy holding the op.toml the model wrote
+    said: str = ""  # the line spec_for returned ("" when the input has a spec of its own)
+
+    @property
+    def written(self) -> bool:
+        return Path(self.frozen_from) != Path(self.input)
+
+
+def source_for(kernel_path: str, root: str) -> SpecSource:
+    path, said = spec_for(Path(kernel_path), Path(root))
+    return SpecSource(input=str(kernel_path), frozen_from=str(path), said=said)
+
+
+def record_in(run_dir: Path, source: SpecSource) -> str:
+    """Keep a written spec in the run directory (`op.toml`, `op_spec.json`); the line to say."""
+    from tasks.run_store import write_json
+
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(Path(source.frozen_from) / "op.toml", run_dir / "op.toml")
+    write_json(run_dir / RECORD, source)
+    return f"{source.said}; kept as {run_dir / 'op.toml'}"
+
+
+def recorded(run_dir: Path) -> SpecSource | None:
+    """The run's record of a spec oracle_freezer wrote for its input (None: the input had one)."""
+    path = Path(run_dir) / RECORD
+    return SpecSource.model_validate_json(path.read_text()) if path.is_file() else None

@@ -6,6 +6,12 @@ only, so nothing is ever deleted. An env-tuned winner (TunableOp, aiter: mode `t
 not a source change: its deployable config goes in instead, under
 `<input dir>/bakeoff-tuned/<candidate>/`: the tuned files it names, `env.sh` to source and
 `env.json`, with the paths of the tuned files made relative to that directory.
+
+An input that had no op spec was frozen from a staged copy holding the op.toml oracle_freezer
+wrote (tasks/agents/freezer.py); the run records the input itself (`RUN_DIR/op_spec.json`) and
+the winner goes onto the input's repository, never the staged copy's. That op.toml is left out
+of the patch: the user never wrote it, it lies outside their repository, and it stays in the
+run directory (`RUN_DIR/op.toml`), which the commit message names.
 """
 
 from __future__ import annotations
@@ -98,7 +104,10 @@ def config_changes(result: CandidateResult, prefix: str) -> list[FileChange]:
     return changes
 
 
-def evidence(report: Report, result: CandidateResult | None) -> str:
+SPEC_FILE = "op.toml"
+
+
+def evidence(report: Report, result: CandidateResult | None, spec_written: bool = False) -> str:
     w = report.winner
     task = Path(report.task_dir)
     fp = json.loads((task / "fingerprint.json").read_text())
@@ -136,6 +145,11 @@ def evidence(report: Report, result: CandidateResult | None) -> str:
         lines.append(
             "Environment: " + " ".join(f"{k}={v}" for k, v in result.candidate.env.items())
         )
+    if spec_written:
+        lines.append(
+            f"Op spec: written by the oracle_freezer role for this run and not committed "
+            f"here: {Path(report.run_dir) / SPEC_FILE}"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -152,8 +166,11 @@ def apply_winner(
         return ApplyResult(
             status="refused", reason="no winner: the original kernel is kept, nothing to apply"
         )
+    from tasks.agents.freezer import recorded
+
     result = results_by_row(report, discovered).get((w.source, w.name))
-    kernel = Path(report.kernel_path).resolve()
+    written = recorded(Path(report.run_dir))  # the input had no spec: the model wrote one
+    kernel = Path(written.input if written else report.kernel_path).resolve()
     repo = open_repo(Path(repo_path) if repo_path else kernel)
     root = Path(repo.working_tree_dir).resolve()
     src = kernel if kernel.is_dir() else kernel.parent
@@ -165,10 +182,12 @@ def apply_winner(
         changes = config_changes(result, prefix)
     else:
         changes = source_changes(report, Path(w.path), prefix)
+    if written:
+        changes = [c for c in changes if c.path != prefix + SPEC_FILE]
     name = free_branch(
         repo, branch or f"bakeoff/{report.kernel}-{report.oracle_sha256[:12]}", bool(branch)
     )
-    done = commit_on_new_branch(repo, name, changes, evidence(report, result))
+    done = commit_on_new_branch(repo, name, changes, evidence(report, result, bool(written)))
     return ApplyResult(
         **done.model_dump(),
         kind="env-config" if tuned else "source-patch",
