@@ -132,6 +132,10 @@ def fails_once_then_reviews(request):
     return roles_default.review(request)
 
 
+def planner_raises(request):
+    raise RuntimeError("the planner fell over")
+
+
 def discover_checks_two_copies(request) -> DiscoverPlan:
     """Discover's planner: two copies of the frozen baseline checked one after the other; while
     BAKEOFF_TEST_HANG_IN_DISCOVER is set it never gets past the first (a Discover killed

@@ -140,3 +140,25 @@ def test_crashing_role_and_broken_candidates_are_recorded(prefect_api, cpu_slots
     rows = {r.name: r for r in report.rows}
     assert rows["dies"].status == "CRASHED" and rows["hangs"].status == "TIMEOUT"
     assert all_devices_free(cpu_slots)
+
+
+def test_a_failed_discover_is_said_and_the_input_language_still_competes(
+    prefect_api, cpu_slots, tmp_path
+):
+    from flows.bakeoff import bakeoff
+
+    run_dir = tmp_path / "run"
+    report = bakeoff(
+        str(EXAMPLES / "rmsnorm_torch"),
+        mode="bakeoff",
+        budget=1,
+        run_dir=str(run_dir),
+        agents={**QUICK, "planner": "tests.role_doubles:planner_raises"},
+        agent_retries=0,
+    )
+    [said] = [w for w in report.warnings if w.startswith("Discover failed")]
+    assert "the planner fell over" in said and said.endswith("planned without it"), said
+    assert [(lane.key, lane.status) for lane in report.lanes] == [("torch", "completed")]
+    assert report.judged()  # so the run's conclusion stands, and says what it lacked
+    assert said in (run_dir / "report.md").read_text()
+    assert said in (run_dir / "report.html").read_text()
