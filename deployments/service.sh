@@ -75,12 +75,12 @@ deploy() {
   api
   "$PYTHON" -m deployments.pools
   "$PREFECT" --no-prompt deploy --all
-  local name missing=0
-  for name in bakeoff-crash-silent-runs bakeoff-cancel-silent-runs; do
+  local name missing=0 names="bakeoff-crash-silent-runs bakeoff-cancel-silent-runs"
+  for name in $names; do
     "$PREFECT" automation inspect "$name" -o json >/dev/null 2>&1 || missing=1
   done
   if ((missing)); then  # the file makes them all: none twice
-    for name in bakeoff-crash-silent-runs bakeoff-cancel-silent-runs; do
+    for name in $names; do
       "$PREFECT" --no-prompt automation delete "$name" >/dev/null 2>&1 || true
     done
     "$PREFECT" automation create --from-file deployments/automations.yaml

@@ -5,7 +5,8 @@
     bakeoff   Freeze -> Discover -> every lane in parallel over the device pool -> Report
 
 Every mode freezes the input first (lanes check against the frozen task; a directory without
-an op spec gets one from oracle_freezer there, flows/freeze.py) and ends with the report. In bakeoff mode the input's language always competes first as an optimize lane;
+an op spec gets one from oracle_freezer there, flows/freeze.py) and ends with the report. In
+bakeoff mode the input's language always competes first as an optimize lane;
 `backends` only adds lanes; otherwise Discover's plan decides. Lanes run as subflows in
 threads of this process (`dispatch="local"`), at most one per device, or as runs of a lane
 deployment served by GPU workers on other hosts (`dispatch="deployment"`). A lane whose

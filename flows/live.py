@@ -25,6 +25,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from flows import phases
 from flows.server_warmup import start_beside_freeze
 from tasks.freezing import freeze_isolated
 from tasks.gpu_pool import resolve
@@ -258,7 +259,7 @@ def run(request: BakeoffRequest, as_json: bool = False, debug: bool = False) -> 
         raise out["error"]
     report: Report = out["report"]
     # exit 1 when nothing was judged: "no winner" there would report a contest that never ran
-    status = 0 if report.winner or report.judged() else 1
+    status = 0 if report.judged() else 1
     if as_json:
         print(json.dumps(result_json(report), indent=1))
         return status
@@ -267,10 +268,7 @@ def run(request: BakeoffRequest, as_json: bool = False, debug: bool = False) -> 
         w = report.winner
         console.print(f"winner: {w.name} ({w.language}, {w.mode}) {w.speedup:.3f}x  {w.path}")
     elif status:
-        console.print(
-            f"no verdict: no candidate was checked ({report.why_nothing_was_judged()})",
-            soft_wrap=True,
-        )
+        console.print(phases.winner_line(report), soft_wrap=True)
     else:
         console.print(
             "no winner: no candidate beat the frozen baseline; the original kernel is kept"
