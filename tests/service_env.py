@@ -41,6 +41,15 @@ def http_get(url: str, timeout: float = 5) -> tuple[int, str]:
         return resp.status, resp.read().decode(errors="replace")
 
 
+def readme_service_commands() -> list[str]:
+    """The commands of the README's "Running as a service" block, comments left out."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## Running as a service", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```bash", 1)[1].split("```", 1)[0]
+    commands = [ln.split("#")[0].strip() for ln in block.splitlines()]
+    return [c for c in commands if c]
+
+
 def wait_for(predicate, timeout: float, what: str, proc=None):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -7,6 +7,7 @@ the tests skip and say so. Lanes use the quick test responders (tests/role_doubl
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -19,9 +20,10 @@ import pytest
 
 from tasks.gpu_pool import DevicePool, Devices
 
-from .conftest import EXAMPLES, ROOT
+from .conftest import ROOT
 from .role_doubles import QUICK
 from .service_env import (
+    PREFECT,
     SERVICE,
     Service,
     as_postgres,
@@ -36,6 +38,7 @@ from .service_env import (
     lane_state,
     pg_bin,
     read_artifact,
+    readme_service_commands,
     run_logs,
     run_to_the_end,
     wait_for,
@@ -126,38 +129,38 @@ def test_the_service_script_works_as_an_ordinary_user_without_home_or_user(servi
 
 
 def test_the_readme_service_section_runs_only_the_tested_script():
-    text = (ROOT / "README.md").read_text()
-    section = text.split("## Running as a service", 1)[1].split("\n## ", 1)[0]
-    block = section.split("```bash", 1)[1].split("```", 1)[0]
-    commands = [ln.split("#")[0].strip() for ln in block.splitlines()]
-    commands = [c for c in commands if c]
+    commands = readme_service_commands()
     allowed = ("deployments/service.sh ", "export PREFECT_API_URL=", "prefect deployment run ")
     assert commands and all(c.startswith(allowed) for c in commands), commands
     for pool in ("gpu-mi300", "gpu-h200", "cpu-local"):
-        assert f"deployments/service.sh worker {pool}" in block, pool
-    assert "0.0.0.0" not in block
+        assert f"deployments/service.sh worker {pool} default" in commands, pool
+    assert not any("0.0.0.0" in c for c in commands)
 
 
-def test_deployment_runs_on_a_worker_and_publishes_the_report(service, tmp_path):
-    run = service.prefect(
-        "deployment",
-        "run",
-        "bakeoff/local",
-        "--param",
-        f"kernel_path={EXAMPLES / 'rmsnorm_torch'}",
-        "--param",
-        "mode=optimize",
-        "--param",
-        "budget=1",
-        "--param",
-        f"runs_root={tmp_path / 'runs'}",
-        "--param",
-        f"agents={json.dumps(QUICK)}",
-        "--watch",
-        "--watch-timeout",
-        "400",
+def test_the_readmes_bakeoff_runs_on_a_worker_and_publishes_the_report(service, tmp_path):
+    """Step 5 of the README's block as written, after its export line, in a shell where
+    nothing else set PREFECT_API_URL (without it prefect starts a server of its own, which
+    has no deployment). The test's server listens on its own port, not 4200."""
+    lines = [
+        c.replace("127.0.0.1:4200/", f"127.0.0.1:{service.port}/")
+        for c in readme_service_commands()
+        if c.startswith(("export PREFECT_API_URL=", "prefect deployment run bakeoff/local "))
+    ]
+    assert lines[-1].startswith("prefect deployment run "), lines
+    extra = {"mode": "optimize", "budget": 1, "runs_root": tmp_path / "runs"}
+    lines[-1] += "".join(f" --param {shlex.quote(f'{k}={v}')}" for k, v in extra.items())
+    lines[-1] += f" --param {shlex.quote('agents=' + json.dumps(QUICK))} --watch-timeout 400"
+    env = {k: v for k, v in service.env.items() if k != "PREFECT_API_URL"}
+    env["PATH"] = f"{Path(PREFECT).parent}{os.pathsep}{env['PATH']}"  # the venv activated
+    run = subprocess.run(
+        ["bash", "-c", "\n".join(lines)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
         timeout=450,
     )
+    assert run.returncode == 0, f"{lines}\n{run.stdout}\n{run.stderr}"
     with service.client() as client:
         state = client.read_flow_run(flow_run_id(run.stdout)).state
     assert state.is_completed(), (
