@@ -95,8 +95,10 @@ worker() {
     limit=1
     if [[ $queue == lanes ]]; then
       case $pool in
-        gpu-h200) limit=$(nvidia-smi -L 2>/dev/null | wc -l) ;;
-        gpu-mi300) limit=$(find /dev/dri -name 'renderD*' 2>/dev/null | wc -l) ;;
+        gpu-h200) limit=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU') ||
+          die "worker gpu-h200 lanes: no nvidia-smi, or it lists no GPU, on this host; give LIMIT as the third argument" ;;
+        gpu-mi300) limit=$(find /dev/dri -name 'renderD*' 2>/dev/null | grep -c .) ||
+          die "worker gpu-mi300 lanes: no /dev/dri/renderD* on this host; give LIMIT as the third argument" ;;
         cpu-local) limit=${BAKEOFF_CPU_SLOTS:-1} ;;
       esac
       [[ $limit -ge 1 ]] || limit=1

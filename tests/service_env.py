@@ -50,6 +50,18 @@ def readme_service_commands() -> list[str]:
     return [c for c in commands if c]
 
 
+def path_without(bin_dir: Path, *tools: str) -> str:
+    """A PATH of one directory that has every command of this PATH and the test's prefect,
+    but `tools` (a host without nvidia-smi, a user without sudo)."""
+    bin_dir.mkdir()
+    for where in [str(Path(PREFECT).parent), *os.environ["PATH"].split(os.pathsep)]:
+        for tool in Path(where).glob("*"):
+            link = bin_dir / tool.name
+            if tool.name not in tools and not link.is_symlink():
+                link.symlink_to(tool)
+    return str(bin_dir)
+
+
 def wait_for(predicate, timeout: float, what: str, proc=None):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -36,6 +36,7 @@ from .service_env import (
     http_get,
     kill_tree,
     lane_state,
+    path_without,
     pg_bin,
     read_artifact,
     readme_service_commands,
@@ -180,6 +181,20 @@ def test_the_readmes_bakeoff_runs_on_a_worker_and_publishes_the_report(service, 
         assert phase in said, said
     status, html = http_get(service.url + "/")
     assert status == 200 and "<html" in html.lower() and "prefect" in html.lower()
+
+
+def test_a_lanes_worker_that_cannot_count_its_devices_says_to_give_the_limit(tmp_path):
+    """On a host without nvidia-smi or /dev/dri, `worker gpu-h200 lanes` once exited 127 (and
+    gpu-mi300 1) without a word, under set -e."""
+    if list(Path("/dev").glob("dri/renderD*")):
+        pytest.skip("this host has /dev/dri render nodes")
+    env = {**os.environ, "PATH": path_without(tmp_path / "bin", "nvidia-smi")}
+    for pool, missing in (("gpu-h200", "nvidia-smi"), ("gpu-mi300", "/dev/dri")):
+        said = subprocess.run(
+            [str(SERVICE), "worker", pool, "lanes"], env=env, capture_output=True, text=True
+        )
+        assert said.returncode == 2 and said.stderr.count("\n") == 1, said.stderr
+        assert missing in said.stderr and "third argument" in said.stderr, said.stderr
 
 
 def test_prefect_yaml_deploys_every_pool_and_the_nightly_schedule(service):
