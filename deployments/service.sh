@@ -117,7 +117,9 @@ worker() {
 # own worker would stop and leave them running unsupervised.
 stop_worker() {
   local runs child i
-  runs=$(awk -v p="$WORKER" '$4 == p {print $1}' /proc/[0-9]*/stat 2>/dev/null)
+  # A process of the glob may exit before it is read: cat reads on past it (awk would stop),
+  # and || true keeps set -e from ending this handler there, the worker left running.
+  runs=$(cat /proc/[0-9]*/stat 2>/dev/null | awk -v p="$WORKER" '$4 == p {print $1}') || true
   for child in $runs; do kill -TERM "$child" 2>/dev/null || true; done
   for i in $(seq 20); do  # up to 10 s to record Crashed and exit, then they are killed
     local alive=""

@@ -182,6 +182,13 @@ def children(pid: int) -> list[int]:
     return found
 
 
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def kill_tree(pid: int) -> list[int]:
     """SIGKILL a process and every descendant, as a host dying would: each is stopped first, so
     none can fork, reap or report in between. Returns the pids killed."""

@@ -26,6 +26,7 @@ from .service_env import (
     PREFECT,
     SERVICE,
     Service,
+    alive,
     as_postgres,
     automation,
     automation_message,
@@ -195,6 +196,36 @@ def test_a_lanes_worker_that_cannot_count_its_devices_says_to_give_the_limit(tmp
         )
         assert said.returncode == 2 and said.stderr.count("\n") == 1, said.stderr
         assert missing in said.stderr and "third argument" in said.stderr, said.stderr
+
+
+def test_two_workers_stopped_at_once_both_stop_their_prefect_worker(service, tmp_path):
+    """`kill PID1 PID2` of two worker scripts once left both `prefect worker`s running: the
+    stop handler listed processes from /proc under set -e and gave up when one of them exited
+    before it was read. Processes come and go meanwhile, as on a busy host. The workers serve
+    gpu-h200's lanes with their limit given, on a host without nvidia-smi."""
+    env = {**service.env, "PATH": path_without(tmp_path / "bin", "nvidia-smi")}
+    scripts = {}
+    for name in ("pair-1", "pair-2"):
+        args = [str(SERVICE), "worker", "gpu-h200", "lanes", "2", "--name", name]
+        scripts[name] = service.start(args, env, f"worker-{name}.log")
+    for name, script in scripts.items():
+        log = service.workdir / f"worker-{name}.log"
+        started = lambda log=log, name=name: f"Worker {name!r} started" in log.read_text()  # noqa: E731
+        wait_for(started, 60, name, script)
+    workers = [pid for script in scripts.values() for pid in children(script.pid)]
+    assert len(workers) == 2, workers
+    burst = "for i in 1 2 3 4 5 6 7 8; do /bin/true & done; wait"  # short-lived processes
+    churn = subprocess.Popen(["bash", "-c", f"while :; do {burst}; done"])
+    time.sleep(0.5)
+    try:
+        subprocess.run(["kill", *(str(s.pid) for s in scripts.values())], check=True)
+        for script in scripts.values():
+            script.wait(30)  # 10 s for the runs, 15 s for the worker, and more
+    finally:
+        churn.kill()
+        churn.wait()
+    left = [pid for pid in workers if alive(pid)]
+    assert not left, f"prefect workers left running: {left}"
 
 
 def test_prefect_yaml_deploys_every_pool_and_the_nightly_schedule(service):
