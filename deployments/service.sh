@@ -37,6 +37,12 @@ as_postgres() {  # PostgreSQL's administrator is the `postgres` user, reached th
 }
 
 database() {
+  as_postgres true  # root, postgres or sudo to it, or it stops here, before db.env is written
+  local socket=${PGHOST:-/var/run/postgresql}/.s.PGSQL.${PGPORT:-5432}
+  [[ $socket != /* || -S $socket ]] ||
+    die "PostgreSQL is not running (no $socket): start its cluster (Debian: pg_ctlcluster 15 main start, or service postgresql start)"
+  local exists
+  exists=$(as_postgres psql -d postgres -tAc "SELECT 1 FROM pg_roles WHERE rolname = 'prefect'")
   mkdir -p "$STATE" && chmod 700 "$STATE"
   if [[ ! -s $STATE/db.env ]]; then
     local password=${BAKEOFF_DB_PASSWORD:-$("$PYTHON" -c 'import secrets; print(secrets.token_hex(16))')}
@@ -44,8 +50,6 @@ database() {
   fi
   # shellcheck disable=SC1091
   source "$STATE/db.env"
-  local exists
-  exists=$(as_postgres psql -d postgres -tAc "SELECT 1 FROM pg_roles WHERE rolname = 'prefect'")
   local verb=CREATE; [[ $exists == 1 ]] && verb=ALTER
   as_postgres psql -d postgres -v ON_ERROR_STOP=1 -qc \
     "$verb ROLE prefect LOGIN PASSWORD '$BAKEOFF_DB_PASSWORD'"

@@ -62,6 +62,17 @@ def path_without(bin_dir: Path, *tools: str) -> str:
     return str(bin_dir)
 
 
+def unprivileged() -> list[str]:
+    """The prefix that runs a command as `nobody` without capabilities when the test is root."""
+    if os.geteuid() != 0:
+        return []
+    if not shutil.which("unshare"):
+        import pytest
+
+        pytest.skip("util-linux unshare is needed to drop root here")
+    return ["unshare", "--user", "--map-user=65534", "--map-group=65534"]
+
+
 def wait_for(predicate, timeout: float, what: str, proc=None):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -43,6 +43,7 @@ from .service_env import (
     readme_service_commands,
     run_logs,
     run_to_the_end,
+    unprivileged,
     wait_for,
 )
 
@@ -116,14 +117,8 @@ def test_the_server_listens_on_loopback_only_unless_the_api_is_authenticated(ser
 
 def test_the_service_script_works_as_an_ordinary_user_without_home_or_user(service):
     """`deploy` again (it is idempotent) as `nobody` without capabilities, no $HOME, no $USER."""
-    if os.geteuid() != 0:
-        prefix = []
-    elif shutil.which("unshare"):
-        prefix = ["unshare", "--user", "--map-user=65534", "--map-group=65534"]
-    else:
-        pytest.skip("util-linux unshare is needed to drop root here")
     env = {k: v for k, v in service.env.items() if k not in ("HOME", "USER", "LOGNAME")}
-    again = service.script("deploy", env=env, prefix=prefix)
+    again = service.script("deploy", env=env, prefix=unprivileged())
     assert again.returncode == 0, again.stdout + again.stderr
     with service.client() as client:
         names = [a.name for a in client.read_automations()]
@@ -196,6 +191,34 @@ def test_a_lanes_worker_that_cannot_count_its_devices_says_to_give_the_limit(tmp
         )
         assert said.returncode == 2 and said.stderr.count("\n") == 1, said.stderr
         assert missing in said.stderr and "third argument" in said.stderr, said.stderr
+
+
+def test_database_as_a_user_without_sudo_says_so_and_writes_no_password(tmp_path):
+    """It once wrote a fresh db.env before finding it could not create the role, so a later
+    `server` failed with `password authentication failed`."""
+    state = tmp_path / "state"
+    env = {
+        **os.environ,
+        "BAKEOFF_SERVICE_DIR": str(state),
+        "PATH": path_without(tmp_path / "bin", "sudo"),
+    }
+    said = subprocess.run(
+        [*unprivileged(), str(SERVICE), "database"], env=env, capture_output=True, text=True
+    )
+    assert said.returncode == 2 and said.stderr.count("\n") == 1, said.stderr
+    assert "as root or as the postgres user" in said.stderr, said.stderr
+    assert not (state / "db.env").exists()
+
+
+def test_database_says_to_start_postgresql_when_its_socket_is_missing(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("runs `database` as root, who may act as postgres")
+    env = {k: v for k, v in os.environ.items() if k != "PGHOST"}
+    env.update(PGPORT=str(free_port()), BAKEOFF_SERVICE_DIR=str(tmp_path / "state"))
+    said = subprocess.run([str(SERVICE), "database"], env=env, capture_output=True, text=True)
+    assert said.returncode == 2 and said.stderr.count("\n") == 1, said.stderr
+    assert "PostgreSQL is not running" in said.stderr and "pg_ctlcluster" in said.stderr
+    assert not (tmp_path / "state" / "db.env").exists()
 
 
 def test_two_workers_stopped_at_once_both_stop_their_prefect_worker(service, tmp_path):
