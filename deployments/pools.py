@@ -48,9 +48,10 @@ def main() -> int:
     for name, what in POOLS.items():
         state = "created" if name in created else "exists"
         print(f"{name:<10} {state:<8} {what}")
-    print("\nworkers, per host:")
-    print("  prefect worker start --pool gpu-h200 --work-queue default --limit 1")
-    print("  prefect worker start --pool gpu-h200 --work-queue lanes --limit <GPUs on this host>")
+    print("\nworkers, per host of a pool (default: whole bake-offs; lanes: one per device):")
+    for name in POOLS:
+        print(f"  deployments/service.sh worker {name} default")
+        print(f"  deployments/service.sh worker {name} lanes")
     return 0
 
 

@@ -95,6 +95,7 @@ def service(postgres, tmp_path_factory):
         wait_for(lambda: http_get(f"{svc.url}/api/health")[0] == 200, 120, "server start", server)
         deployed = svc.script("deploy")
         assert deployed.returncode == 0, deployed.stdout + deployed.stderr
+        svc.deployed = deployed.stdout
         svc.dispatcher = svc.worker("dispatcher", "default", slots=2)
         yield svc
     finally:
@@ -132,6 +133,14 @@ def test_the_readme_service_section_runs_only_the_tested_script():
     for pool in ("gpu-mi300", "gpu-h200", "cpu-local"):
         assert f"deployments/service.sh worker {pool} default" in commands, pool
     assert not any("0.0.0.0" in c for c in commands)
+
+
+def test_deploy_names_the_readmes_worker_commands_for_each_pool(service):
+    hints = [ln.strip() for ln in service.deployed.splitlines() if "service.sh worker" in ln]
+    for pool in ("gpu-mi300", "gpu-h200", "cpu-local"):
+        for queue in ("default", "lanes"):
+            assert f"deployments/service.sh worker {pool} {queue}" in hints, hints
+    assert set(hints) <= set(readme_service_commands()), hints
 
 
 def test_the_readmes_bakeoff_runs_on_a_worker_and_publishes_the_report(service, tmp_path):
