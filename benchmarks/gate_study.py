@@ -95,6 +95,24 @@ def sample_gate(clock, flush, fn, fresh, gate, samples, rotate=True, keep=True) 
     }
 
 
+def open_study(prog: str, problem: Path):
+    """(the problem's module, the harness's cache flush) for a study on the GPU; None, after
+    one line saying why, without a GPU or without the problem file."""
+    import torch
+
+    if not torch.cuda.is_available():
+        print(f"{prog}: needs a GPU (torch.cuda.is_available() is False)", file=sys.stderr)
+        return None
+    if not problem.is_file():
+        print(f"{prog}: {problem}: no such problem file", file=sys.stderr)
+        return None
+    from scripts import timing
+    from scripts.arch import detect, flush_bytes
+
+    torch.set_grad_enabled(False)
+    return load_problem(problem), timing.Flusher("cuda", flush_bytes(detect()))
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="gate_study", description=__doc__.split("\n\n")[0])
     ap.add_argument("problem", type=Path)
@@ -103,22 +121,15 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--samples", type=int, default=30)
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
+    opened = open_study("gate_study", args.problem)
+    if opened is None:
+        return 2
+    module, flush = opened
     import torch
-
-    if not torch.cuda.is_available():
-        print("gate_study: needs a GPU (torch.cuda.is_available() is False)", file=sys.stderr)
-        return 2
-    if not args.problem.is_file():
-        print(f"gate_study: {args.problem}: no such problem file", file=sys.stderr)
-        return 2
     from triton.testing import do_bench
 
     from scripts import timing
-    from scripts.arch import detect, flush_bytes
 
-    torch.set_grad_enabled(False)
-    module = load_problem(args.problem)
-    flush = timing.Flusher("cuda", flush_bytes(detect()))
     gates = [int(g) for g in args.gates.split(",")]
     rows = []
     for mode in args.modes.split(","):

@@ -27,7 +27,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from benchmarks.gate_study import _host_ms, build, inputs, load_problem
+from benchmarks.gate_study import _host_ms, build, inputs, open_study
 
 HIDDEN_MS = 1.0  # device work the hidden variant leaves on a side stream
 
@@ -117,22 +117,15 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--samples", type=int, default=30)
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
+    opened = open_study("settle_study", args.problem)
+    if opened is None:
+        return 2
+    module, flush = opened
     import torch
-
-    if not torch.cuda.is_available():
-        print("settle_study: needs a GPU (torch.cuda.is_available() is False)", file=sys.stderr)
-        return 2
-    if not args.problem.is_file():
-        print(f"settle_study: {args.problem}: no such problem file", file=sys.stderr)
-        return 2
     from triton.testing import do_bench
 
     from scripts import timing
-    from scripts.arch import detect, flush_bytes
 
-    torch.set_grad_enabled(False)
-    module = load_problem(args.problem)
-    flush = timing.Flusher("cuda", flush_bytes(detect()))
     spin = Spin()
     waits = [float(w) for w in args.waits_ms.split(",")]
     rows = []

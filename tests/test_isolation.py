@@ -14,12 +14,13 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import threading
 import uuid
 from pathlib import Path
 
 import pytest
 
-from scripts import isolation
+from scripts import isolation, sandbox
 
 from .conftest import ROOT
 
@@ -87,6 +88,9 @@ task = freeze(Path(sys.argv[1]), Path(sys.argv[2]))
 verdict = check(task, Path(sys.argv[3]), timeout_s=120, samples=3)
 print("STATUS", verdict.status.value)
 """
+
+
+NOBODY = 65534
 
 
 def _bake(tmp_path: Path, secret: str) -> tuple[Path, Path, Path]:
@@ -159,6 +163,44 @@ def test_as_an_ordinary_user_too(tmp_path):
     else:
         prefix = []
     _isolated(_scans(tmp_path, prefix=prefix, isolation_mode="namespace"))
+
+
+@needs_namespaces
+def test_a_non_dumpable_process_of_an_ordinary_user_is_isolated():
+    """The fork server's judges are non-dumpable (sandbox.protect_self), which makes their
+    /proc/self files root's. Run as an ordinary user (a real one: `nobody` here, by setuid
+    from root, unlike the test above, whose user namespace leaves it root outside), every
+    warm-started check failed: the namespaces were made, the user's id maps could not be
+    written, and the half-isolated judge could not start a thread."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the judge
+        said = "enter() returned in the process that called it"
+        try:
+            os.close(read)
+            if os.geteuid() == 0:
+                os.setgroups([])
+                os.setgid(NOBODY)
+                os.setuid(NOBODY)
+            sandbox.protect_self()
+            why = isolation.enter()
+            if why is None:
+                started = threading.Thread(target=lambda: None)
+                started.start()
+                started.join()
+                why = f"isolated as {os.getuid()}, {len(os.listdir('/proc'))} /proc entries"
+            said = why
+        except BaseException as exc:  # noqa: BLE001 - said to the test, which fails on it
+            said = f"{type(exc).__name__}: {exc}"
+        finally:
+            os.write(write, said.encode())
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as f:
+        said = f.read().decode()
+    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    uid = NOBODY if os.geteuid() == 0 else os.getuid()
+    assert code == 0 and said.startswith(f"isolated as {uid},"), (code, said)
 
 
 @pytest.mark.slow
