@@ -29,16 +29,26 @@ def test_example_checked_against_its_own_baseline_passes_at_speedup_one(example,
         EXAMPLES / example, tmp_path / "task", measure=partial(measure_baseline, **options)
     )
     kernel = EXAMPLES / example / "kernel.py"
-    done = run_cli("check", str(task), str(kernel), "--json", "--samples", str(samples))
-    assert done.returncode == 0, done.stdout + done.stderr
-    verdict = json.loads(done.stdout)
-    assert verdict["status"] == "PASSED"
     baseline = json.loads((task / "baseline.json").read_text())["workloads"]
-    assert verdict["sizes_checked"]  # the sizes freeze added, checked and not timed
-    for w in (w for w in verdict["workloads"] if not w["checked_only"]):
-        base = baseline[w["workload"]]
-        assert w["timing"]["sample_count"] == samples == base["sample_count"]
-        assert within_noise(w, base), (w["workload"], w["speedup"], w["timing"], base)
+    # A host clock on two shared cores: one check of the interpreted Triton kernel read 1.93x
+    # (CI, 2026-12-02), another 0.63x. A second check must then agree: a bias reads off twice.
+    for _ in range(2):
+        done = run_cli("check", str(task), str(kernel), "--json", "--samples", str(samples))
+        assert done.returncode == 0, done.stdout + done.stderr
+        verdict = json.loads(done.stdout)
+        assert verdict["status"] == "PASSED"
+        assert verdict["sizes_checked"]  # the sizes freeze added, checked and not timed
+        timed = [w for w in verdict["workloads"] if not w["checked_only"]]
+        for w in timed:
+            assert w["timing"]["sample_count"] == samples == baseline[w["workload"]]["sample_count"]
+        off = [
+            (w["workload"], w["speedup"])
+            for w in timed
+            if not within_noise(w, baseline[w["workload"]])
+        ]
+        if not off:
+            break
+    assert not off, (off, verdict["workloads"])
 
 
 def test_failing_candidate_exits_1_with_the_table_and_its_output(tmp_path):
