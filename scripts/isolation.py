@@ -134,7 +134,7 @@ def _unshare() -> None:
         except OSError as exc:
             raise HalfMade(f"mapping user {uid} into the new namespaces: {exc}") from exc
     finally:
-        libc.prctl(_PR_SET_DUMPABLE, max(0, dumpable), 0, 0, 0)
+        libc.prctl(_PR_SET_DUMPABLE, 1 if dumpable == 1 else 0, 0, 0, 0)  # 2 cannot be set
 
 
 def _mount(source, target, fstype, flags, data=None) -> None:
