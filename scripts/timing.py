@@ -6,8 +6,8 @@ before the device reaches the start event: `Clock`), start event, the call, end 
 device-wide synchronise, a `settled` event, synchronise, then the same lead-in and gate again
 with nothing else running (the gate's reference). The sample is start to end, plus however
 much later than an idle round trip after as long a wait the `settled` event came (work the
-call left running on other streams; see `settle`), plus however much longer than its reference the gate took,
-beyond the gate's noise (work the call ran beside it). The clock's functions are captured
+call left running on other streams; see `settle`), plus however much longer than its
+reference the gate took, beyond the gate's noise (work the call ran beside it). The clock's functions are captured
 when the child starts, before any candidate code is imported, so patching `time` or
 `torch.cuda.Event` afterwards does not reach them (and the child reports that it was patched).
 """
