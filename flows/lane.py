@@ -212,7 +212,7 @@ def _work(config: LaneConfig, store: LaneStore, lease: Lease, result: LaneResult
         say(f"{role}: {outcome.notes}")
     if not outcome.candidates:
         if responder == "tasks.roles_default:search":
-            raise LaneSkipped(f"skipped: the search has nothing to tune in {lane.language} here")
+            raise LaneSkipped(f"the search has nothing to tune in {lane.language} here")
         raise RoleFailed(role, "answered without a single checked candidate")
     store.progress(state="reviewing")
     result.review = review(

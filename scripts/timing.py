@@ -5,9 +5,9 @@ buffer larger than the last-level cache (long enough that the host has queued th
 before the device reaches the start event: `Clock`), start event, the call, end event, a
 device-wide synchronise, a `settled` event, synchronise, then the same lead-in and gate again
 with nothing else running (the gate's reference). The sample is start to end, plus however
-much later than an idle round trip the `settled` event came (work the call left running on
-other streams; see `settle`), plus however much longer than its reference the gate took,
-beyond the gate's noise (work the call ran beside it). The clock's functions are captured
+much later than an idle round trip after as long a wait the `settled` event came (work the
+call left running on other streams; see `settle`), plus however much longer than its
+reference the gate took, beyond the gate's noise (work the call ran beside it). The clock's functions are captured
 when the child starts, before any candidate code is imported, so patching `time` or
 `torch.cuda.Event` afterwards does not reach them (and the child reports that it was patched).
 """
@@ -31,6 +31,7 @@ WALL_SLACK_MS = {"host": 0.01, "cuda_event": 0.05, "hip_event": 0.05}
 WALL_TARGET_MS = 10.0  # length of one back-to-back block (the fastest of several counts)
 WALL_CALLS = (3, 2000)  # fewest and most calls in a block
 SPIN_CYCLES = 50_000  # ~30 us of device clock: the host is waiting when the idle tail starts
+SPIN_CALIBRATION = 1_000_000  # cycles of the spin timed once to turn a wait into cycles
 
 
 def clock_kind(device: str) -> str:
@@ -67,6 +68,8 @@ class Clock:
         self._now = now_ns
         self.before_ns = 0
         self.tail_ms: float | None = None
+        self.wait_ms = 0.0  # how long the host waited in the sample's end-of-sample synchronise
+        self.spin_cycles_per_ms: float | None = None
         self.gate_excess_ms = 0.0
         self.gate_run_ms: float | None = None  # the sample's gate, gate0 to start
         self.gate_ref_ms: float | None = None  # the same gate alone, right after the sample
@@ -109,6 +112,7 @@ class Clock:
             self._sync()
             times.append(float(self._elapsed(first, second)))
         self.gate_ms = statistics.median(times)
+        self.spin_cycles_per_ms = self._spin_rate()
         self.gate_tolerance_ms = 2 * statistics.median(abs(t - self.gate_ms) for t in times)
         need = 1.5 * host_call_ms + 0.02
         self.gate = int(min(GATE_MAX, max(1, math.ceil(need / max(self.gate_ms, 1e-3)))))
@@ -158,7 +162,9 @@ class Clock:
         self.early = bool(self._query(start))  # the device got there before the call was queued
         # Work the call left on other streams (a side stream the caller's stream never waits
         # for) ends before `settled`: its lateness beyond an idle round trip is added in `settle`.
+        w0 = self._now()
         self._sync()
+        self.wait_ms = (self._now() - w0) / 1e6
         self._record(settled)
         self._sync()
         t1 = self._now()
@@ -185,14 +191,33 @@ class Clock:
         self._sync()
         return float(self._elapsed(first, second))
 
+    def _spin_rate(self) -> float | None:
+        """Spin cycles per ms of device time, timed once; None where the device cannot spin."""
+        if self._spin is None:
+            return None
+        first, second = self._event(enable_timing=True), self._event(enable_timing=True)
+        self._record(first)
+        self._spin(SPIN_CALIBRATION)
+        self._record(second)
+        self._sync()
+        ms = float(self._elapsed(first, second))
+        return SPIN_CALIBRATION / ms if ms > 0 else None
+
     def idle_tail(self) -> float | None:
-        """The same end-of-sample round trip with nothing left running: device busy (a short
-        spin) while the host waits, then synchronise, then record. None on the host clock."""
+        """The same end-of-sample round trip with nothing left running, after the same wait:
+        the device busy (a spin as long as the host waited in the sample's synchronise) while
+        the host waits, then synchronise, then record. The wait matters: in the eb6e84f
+        acceptance record on the H200, honest calls' tails exceeded a 25 us spin's by 1-2% of
+        the host's wait, and that charge was the whole of their excess over do_bench
+        (benchmarks/gpu_acceptance.md). None on the host clock."""
         if self.kind == "host":
             return None
         first, second = self._event(enable_timing=True), self._event(enable_timing=True)
         if self._spin is not None:
-            self._spin(SPIN_CYCLES)
+            cycles = SPIN_CYCLES
+            if self.spin_cycles_per_ms:
+                cycles = max(cycles, int(self.wait_ms * self.spin_cycles_per_ms))
+            self._spin(cycles)
         self._record(first)
         self._sync()
         self._record(second)

@@ -153,7 +153,10 @@ class Report(BaseModel):
     def why_nothing_was_judged(self) -> str:
         """With no judged candidate, "no winner" would claim a contest that never took place:
         what stopped each lane, and the run's warnings, in one line."""
-        said = [f"lane {lane.key}: {lane.reason or lane.status}" for lane in self.lanes]
+        said = [
+            f"lane {lane.key}: {lane.status}" + (f": {lane.reason}" if lane.reason else "")
+            for lane in self.lanes
+        ]
         return "; ".join(said + self.warnings) or "no lane ran"
 
 

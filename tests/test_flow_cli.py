@@ -152,4 +152,5 @@ def test_a_run_that_judged_nothing_says_no_verdict_and_exits_1(tmp_path, env):
     assert "no winner" not in proc.stdout
     (report,) = (tmp_path / "runs").glob("*/report.md")
     assert "## No verdict: no candidate was checked" in report.read_text()
+    assert "skipped: skipped" not in report.read_text() + proc.stdout  # the status said once
     assert "No verdict" in report.with_name("report.html").read_text()

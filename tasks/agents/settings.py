@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 KEY_VARIABLE = "ANTHROPIC_API_KEY"
-NO_MODEL = f"skipped: no model configured; set {KEY_VARIABLE}"
+NO_MODEL = f"no model configured; set {KEY_VARIABLE}"  # a skipped lane's reason
 
 # US dollars per million tokens (input, output), from the public model pages read 2026-12-01
 # (platform.claude.com, "Models & pricing"). A model not listed is recorded as unpriced.
