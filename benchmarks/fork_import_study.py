@@ -53,7 +53,9 @@ def timed_import(modules: list[str], trace: bool) -> tuple[float, list[str]]:
             return
         if name not in seen:
             caller = traceback.extract_stack(frame.f_back, limit=1)[0]
-            seen[name] = f"{name} from {caller.filename.split('site-packages/')[-1]}:{caller.lineno}"
+            seen[name] = (
+                f"{name} from {caller.filename.split('site-packages/')[-1]}:{caller.lineno}"
+            )
 
     t0 = time.monotonic()
     sys.setprofile(hook if trace else None)
