@@ -37,9 +37,9 @@ START_TIMEOUT_S = 120.0  # importing torch on a cold disk
 
 def preload() -> None:
     """What every judge and candidate imports, short of touching a device (which would make the
-    forks' device contexts unusable): torch, the harness, Triton, and the compiler
-    (`preload_compiler`)."""
-    import torch
+    forks' device contexts unusable): torch, the harness and Triton. The compiler comes later,
+    once the server is idle (`preload_compiler`)."""
+    import torch  # noqa: F401
 
     import scripts.child  # noqa: F401
     import scripts.judge  # noqa: F401
@@ -50,22 +50,26 @@ def preload() -> None:
         import triton.language  # noqa: F401
     except ImportError:
         pass
-    preload_compiler(torch)
 
 
 NVML_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"
 
 
-def preload_compiler(torch) -> bool:
+def preload_compiler() -> bool:
     """Import Dynamo and Inductor here, so that a torch.compile candidate's process does not:
     on an H200 host that import took 8-10 s of every compiled check (`load_s` in the eb6e84f
-    record; benchmarks/fork_import_study.py). Inductor asks `torch.cuda.is_available()` on
+    record; benchmarks/fork_import_study.py). The server does it at its first idle moment (no
+    request waiting, no fork running), not at its start: the first request (a freeze's
+    baseline, an eager check) is not kept waiting for it, and the import's CPU time never
+    overlaps a fork's timing (on a CPU host they would share the cores). Inductor asks `torch.cuda.is_available()` on
     import, which by default initialises the CUDA driver and so marks every later fork unable
     to use the device; asked of NVML instead (PYTORCH_NVML_BASED_CUDA_CHECK=1, for the import
     only) it does not, and the forks compile and run on the device. Skipped where NVML cannot
     count the devices (torch would fall back to initialising the driver) and on ROCm (not yet
     run on an AMD GPU). Whether the forks can still use the device is checked afterwards all
     the same (`forks_can_use_device`). True if imported."""
+    import torch
+
     if torch.cuda._is_compiled():
         if torch.version.hip or torch.cuda._device_count_nvml() < 0:
             return False
@@ -109,9 +113,13 @@ def serve(stdin_fd: int = 0, stdout_fd: int = 1) -> int:
     answer = os.fdopen(stdout_fd, "w", buffering=1)
     running: dict[int, int] = {}  # pid -> request id
     pending = b""
-    open_ = True
+    open_, compiler_due = True, True
     while open_ or running:
         ready, _, _ = select.select([stdin_fd] if open_ else [], [], [], 0.02)
+        if not ready and compiler_due and open_ and not running and not pending:
+            compiler_due = False
+            if preload_compiler():
+                _state["device_ok"] = _state["device_ok"] and forks_can_use_device()
         if ready:
             data = os.read(stdin_fd, 1 << 16)
             open_ = bool(data)
