@@ -26,7 +26,7 @@ from rich.progress import (
 from rich.table import Table
 
 from flows import phases
-from flows.server_warmup import start_beside_freeze
+from flows.server_warmup import start_beside_freeze, warm_fork_server
 from tasks.freezing import freeze_isolated
 from tasks.gpu_pool import resolve
 from tasks.request import BakeoffRequest, validate
@@ -211,7 +211,9 @@ def run(request: BakeoffRequest, as_json: bool = False, debug: bool = False) -> 
         console=console,
         transient=True,
     )
-    server_started = start_beside_freeze(resolve(req.pool).kind)
+    devices = resolve(req.pool)
+    server_started = start_beside_freeze(devices.kind)
+    warm_fork_server(devices)
     say = None if console.is_terminal else console.print  # no spinner there: plain lines
     doing = f"freezing {req.kernel_path}: checking and timing the baseline"
     if specless:  # the flow freezes, once oracle_freezer has written the spec

@@ -7,8 +7,13 @@ is device time on a host with cores to spare. On a CPU-only host they would shar
 frozen baseline is timed on, so there the server starts as before.
 
     join = start_beside_freeze(devices_kind)
+    warm_fork_server(devices)
     freeze(...)
     join()   # before any flow runs: Prefect's start() is not safe to call from two threads
+
+The fork server that the flow's checks will fork from (scripts/forkserver.py) starts beside the
+freeze likewise, on a GPU host only: its imports (torch, then the compiler: about 15 s on an
+H200 host) were the first check's time.
 """
 
 from __future__ import annotations
@@ -25,6 +30,18 @@ def wanted(devices_kind: str) -> bool:
     from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED
 
     return not PREFECT_API_URL.value() and bool(PREFECT_SERVER_EPHEMERAL_ENABLED.value())
+
+
+def warm_fork_server(devices, on_cpu: bool = False) -> bool:
+    """Start the fork server for the checks on the pool's first device (Discover's, where the
+    pool is free) without waiting for it; not on a CPU-only host unless `on_cpu`. True if
+    started (or already running)."""
+    if devices.kind == "cpu" and not on_cpu:
+        return False
+    from scripts.check import warm_up
+
+    warm_up(devices.env_for(devices.ids[0]))
+    return True
 
 
 def start_beside_freeze(devices_kind: str) -> Callable[[], None]:

@@ -48,3 +48,24 @@ def test_tampered_oracle_is_refused(tmp_path):
     kernel.write_text(kernel.read_text() + "\n# edited\n")
     with pytest.raises(BadInput, match="modified"):
         load_task(task)
+
+
+def test_a_freeze_this_process_made_is_not_redone_for_the_same_input(tmp_path, monkeypatch):
+    """`bakeoff run` freezes, then its flow's freeze phase asks again: the second ask must not
+    import the input again (a sandboxed interpreter, seconds), unless the input changed."""
+    import shutil
+
+    from tasks import freezing
+
+    src = tmp_path / "op"
+    shutil.copytree(EXAMPLES / "rmsnorm_torch", src)
+    out = tmp_path / "task"
+    monkeypatch.setattr(freezing, "_freeze_in_subprocess", lambda k, o, *_: freeze(k, o))
+    assert freezing.freeze_isolated(src, out) == out.resolve()
+    redone = []
+    monkeypatch.setattr(freezing, "freeze", lambda k, o: redone.append(k) or freeze(k, o))
+    assert freezing.freeze_isolated(src, out) == out.resolve() and not redone
+    (src / "kernel.py").write_text((src / "kernel.py").read_text() + "\n# changed\n")
+    with pytest.raises(BadInput, match="holds something else"):
+        freezing.freeze_isolated(src, out)
+    assert redone

@@ -62,3 +62,50 @@ def test_on_a_gpu_host_the_server_is_up_when_the_freeze_ends(tmp_path):
 def test_on_a_cpu_host_nothing_starts_early(tmp_path):
     out = run("cpu", tmp_path)
     assert "started 0" in out and "health" not in out
+
+
+WARM_FORKS = textwrap.dedent(
+    """
+    import sys
+    from scripts import forkserver
+    import flows.live as live
+    from flows import server_warmup
+    from tasks.request import BakeoffRequest
+
+    made = []
+    class Counted(forkserver.Server):
+        def __init__(self, env):
+            made.append(env)
+            super().__init__(env)
+
+    forkserver.Server = Counted
+    live.warm_fork_server = lambda devices: server_warmup.warm_fork_server(devices, on_cpu=True)
+    at_freeze = []
+    freeze = live.freeze_isolated
+    live.freeze_isolated = lambda *a: at_freeze.append(len(made)) or freeze(*a)
+    request = BakeoffRequest(
+        kernel_path=sys.argv[1], mode="bakeoff", budget=1, run_dir=sys.argv[2], backends=["torch"]
+    )
+    status = live.run(request, as_json=True)
+    print("status", status, "at freeze", at_freeze, "servers", len(made), file=sys.stderr)
+    """
+)
+
+
+@pytest.mark.slow
+def test_the_flows_checks_fork_from_the_server_warmed_beside_the_freeze(tmp_path):
+    """Its environment is the one the flow's checks ask for, so no second server starts (the
+    freeze's own, in the freeze's process, is not counted)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    env.update(PREFECT_HOME=str(tmp_path / "prefect"), PREFECT_SERVER_ANALYTICS_ENABLED="false")
+    env.update(BAKEOFF_LOCK_DIR=str(tmp_path / "locks"), BAKEOFF_CPU_SLOTS="2")
+    kernel = ROOT / "examples" / "rmsnorm_torch"
+    done = subprocess.run(
+        [sys.executable, "-c", WARM_FORKS, str(kernel), str(tmp_path / "run")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert "status 0 at freeze [1] servers 1" in done.stderr, done.stderr[-3000:]
