@@ -368,10 +368,9 @@ def judge(rows, problems, twice, single, ncu_ms, corpus_rc) -> dict:
     # each problem's figures are in the value, so a met aim shows what met it
     slower, disagree = {}, {}
     for p in reached:
-        best = p["best_peer_do_bench_ms"]
-        mine = p["winner_do_bench_ms"] or p["eager_do_bench_ms"]
-        if best and mine:
-            slower[p["problem"]] = {"winner_ms": mine, "best_peer_ms": best, "gap": mine / best - 1}
+        gap = _winner_vs_peers(p, [r for r in rows if r["problem"] == p["problem"]])
+        if gap:
+            slower[p["problem"]] = gap
         if p["winner"] and p["winner_do_bench_ms"] and p["eager_do_bench_ms"]:
             theirs = p["eager_do_bench_ms"] / p["winner_do_bench_ms"]
             disagree[p["problem"]] = {
@@ -379,7 +378,7 @@ def judge(rows, problems, twice, single, ncu_ms, corpus_rc) -> dict:
                 "do_bench": theirs,
                 "gap": p["winner_speedup"] / theirs - 1,
             }
-    aim(aims, "winner not slower than the best peer", "within 3% (do_bench)", slower,
+    aim(aims, "winner not slower than the best peer", "within 3% (do_bench; device time where do_bench times the host)", slower,
         bool(slower) and all(v["gap"] <= 0.03 for v in slower.values()))  # fmt: skip
     aim(aims, "winner's speedup vs do_bench's", "within 3%", disagree,
         bool(disagree) and all(abs(v["gap"]) <= 0.03 for v in disagree.values()))  # fmt: skip
@@ -392,6 +391,36 @@ def judge(rows, problems, twice, single, ncu_ms, corpus_rc) -> dict:
         bool(walls) and max(walls) < 180)  # fmt: skip
     aim(aims, "GPU corpus (streams, illegal access, OOM)", "passes", corpus_rc, corpus_rc == 0)
     return aims
+
+
+def _winner_vs_peers(problem: dict, rows: list[dict]) -> dict | None:
+    """The bake-off's winner (the baseline where it kept it) against the fastest of its do_bench
+    peers (eager, compile default, max-autotune, coordinate descent). Each figure is do_bench's,
+    except where do_bench times the host's pace, not the device's (`_host_bound`): there it is
+    the harness's device time, which is what the bake-off ranks on, and the value says so."""
+    figures = {}
+    for r in rows:
+        if r["name"] in PEER_KINDS and r.get("do_bench_ms") and r.get("harness_ms"):
+            host = _host_bound(r)
+            figures[r["name"]] = (r["harness_ms"] if host else r["do_bench_ms"], host)
+    mine_name = problem["winner"] or "baseline"
+    if mine_name not in figures:
+        mine_ms = problem["winner_do_bench_ms"] or problem["eager_do_bench_ms"]
+        if not mine_ms:
+            return None
+        figures.setdefault(mine_name, (mine_ms, False))
+    if len(figures) < 2:
+        return None
+    best = min(figures, key=lambda n: figures[n][0])
+    mine_ms = figures[mine_name][0]
+    return {
+        "winner": mine_name,
+        "winner_ms": mine_ms,
+        "best_peer": best,
+        "best_peer_ms": figures[best][0],
+        "gap": mine_ms / figures[best][0] - 1,
+        "device_time_for": sorted(n for n, (_, host) in figures.items() if host),
+    }
 
 
 def _host_bound(row) -> bool:

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch
-
 # Last-level cache beyond what the driver reports as L2 (AMD's Infinity Cache / MALL).
 _INFINITY_CACHE_BYTES = {"gfx942": 256 << 20, "gfx950": 256 << 20, "gfx90a": 0}
 # Peak rates used for the physical floor: (bytes/s of device memory, dense fp16/bf16 flop/s).
@@ -70,6 +68,8 @@ def from_properties(props, hip: bool) -> ArchInfo:
 
 
 def detect(device_index: int | None = None) -> ArchInfo:
+    import torch  # here, not at the top: `bakeoff run` imports this before its first line
+
     if not torch.cuda.is_available():
         return ArchInfo("cpu", "cpu", "cpu", compute_units=1, wavefront=1, llc_bytes=64 << 20)
     index = torch.cuda.current_device() if device_index is None else device_index

@@ -17,7 +17,6 @@ from pathlib import Path
 
 from scripts import manifest
 from scripts.errors import BadInput
-from scripts.freeze import freeze
 from tasks.gpu_pool import DevicePool
 from tasks.results import PoolConfig
 
@@ -49,6 +48,8 @@ def freeze_isolated(
         if _FROZEN_HERE.get(key) == _state(kernel_path, out):
             manifest.verify(out)  # unchanged since this process froze it from this input
             return out
+        from scripts.freeze import freeze  # imports torch: not before `bakeoff run`'s first line
+
         freeze(kernel_path, out)  # verifies; refuses a different input
         _FROZEN_HERE[key] = _state(kernel_path, out)
         return out

@@ -55,6 +55,7 @@ def test_a_freeze_this_process_made_is_not_redone_for_the_same_input(tmp_path, m
     import the input again (a sandboxed interpreter, seconds), unless the input changed."""
     import shutil
 
+    import scripts.freeze as freeze_module
     from tasks import freezing
 
     src = tmp_path / "op"
@@ -63,7 +64,7 @@ def test_a_freeze_this_process_made_is_not_redone_for_the_same_input(tmp_path, m
     monkeypatch.setattr(freezing, "_freeze_in_subprocess", lambda k, o, *_: freeze(k, o))
     assert freezing.freeze_isolated(src, out) == out.resolve()
     redone = []
-    monkeypatch.setattr(freezing, "freeze", lambda k, o: redone.append(k) or freeze(k, o))
+    monkeypatch.setattr(freeze_module, "freeze", lambda k, o: redone.append(k) or freeze(k, o))
     assert freezing.freeze_isolated(src, out) == out.resolve() and not redone
     (src / "kernel.py").write_text((src / "kernel.py").read_text() + "\n# changed\n")
     with pytest.raises(BadInput, match="holds something else"):

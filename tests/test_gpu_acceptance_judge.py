@@ -41,3 +41,43 @@ def test_a_gross_disagreement_the_host_cannot_explain_is_compared():
     aims = aims_of([row("odd", 0.02, 0.05, 0.001)])
     band = aims["device time vs do_bench (10-100 us)"]
     assert band["value"]["compared"] == 1 and not band["met"]
+
+
+def problem(winner, winner_do_bench_ms=None, eager_do_bench_ms=None, speedup=None):
+    return {
+        "problem": "p",
+        "reached": True,
+        "exit": 0,
+        "wall_s": 100.0,
+        "winner": winner,
+        "winner_speedup": speedup,
+        "winner_do_bench_ms": winner_do_bench_ms,
+        "eager_do_bench_ms": eager_do_bench_ms,
+    }
+
+
+def test_the_winner_is_compared_with_a_host_bound_peer_on_device_time():
+    # examples/softmax_triton at eb6e84f: the kept Triton kernel and a CUDA-graph peer both
+    # ~6 us on the device; do_bench timed the Triton launch's host pace (45% apart)
+    rows = [
+        row("baseline", 0.0060, 0.0300, 0.028),
+        row("torch-compile-max-autotune", 0.0061, 0.0207, 0.004),
+    ]
+    aims = judge(rows, [problem(None, None, 0.0300)], [], None, None, None)
+    gap = aims["winner not slower than the best peer"]["value"]["p"]
+    assert gap["device_time_for"] == ["baseline"]  # its do_bench is the host's
+    assert gap["best_peer"] == "baseline" and gap["gap"] == 0.0
+    assert aims["winner not slower than the best peer"]["met"]
+
+
+def test_a_winner_slower_than_a_peer_on_do_bench_misses_the_aim():
+    rows = [
+        row("torch-compile-default", 0.33, 0.33, 0.05),
+        row("torch-compile-coordinate-descent", 0.30, 0.30, 0.05),
+    ]
+    aims = judge(
+        rows, [problem("torch-compile-default", 0.33, 8.0, 8.0 / 0.33)], [], None, None, None
+    )
+    gap = aims["winner not slower than the best peer"]["value"]["p"]
+    assert gap["best_peer"] == "torch-compile-coordinate-descent" and gap["gap"] > 0.09
+    assert not aims["winner not slower than the best peer"]["met"]
