@@ -14,7 +14,14 @@ device and compiles and runs a small function. Variants:
 - `inductor-traced`: the same, naming the `torch.cuda` functions and CUDA entry points the
   imports called (the tracing slows them: its import time is not the import's);
 - `inductor-nvml`: the same with PYTORCH_NVML_BASED_CUDA_CHECK=1 (availability asked of NVML);
-- `inductor-nvml-reset`: the same, and the fork forgets torch's cached device count first.
+- `inductor-nvml-reset`: the same, and the fork forgets torch's cached device count first;
+- `torch-isolated`, `inductor-nvml-isolated`: the fork enters the sandbox's namespaces
+  (`scripts.isolation.enter`, as a judge does) and forks again, and that process (as a
+  candidate's) uses the device.
+
+Found on an H200 (2026-12-02): `inductor` poisons every fork (Inductor's `is_available()` at
+import); `inductor-nvml` works one fork deep (1.8 s to the first compiled result, against
+16.4 s for `torch`), but checks forked that way through the judge failed "Invalid device id".
 
 Prints one JSON line per variant and a table: import seconds, whether the device was initialised
 in the parent, what the fork saw, and the fork's seconds to its first compiled result.
@@ -29,7 +36,15 @@ import subprocess
 import sys
 import time
 
-VARIANTS = ("torch", "inductor", "inductor-traced", "inductor-nvml", "inductor-nvml-reset")
+VARIANTS = (
+    "torch",
+    "inductor",
+    "inductor-traced",
+    "inductor-nvml",
+    "inductor-nvml-reset",
+    "torch-isolated",
+    "inductor-nvml-isolated",
+)
 CUDA_ENTRIES = ("_cuda_getDeviceCount", "_cuda_init", "_cuda_getDevice", "_cuda_setDevice")
 
 
@@ -109,6 +124,16 @@ def variant(name: str) -> dict:
     pid = os.fork()
     if pid == 0:
         os.close(read)
+        if name.endswith("isolated"):
+            from scripts import isolation
+
+            why = isolation.enter()
+            if os.fork() != 0:  # the judge's place: it waits for the candidate's
+                os.wait()
+                os._exit(0)
+            if why:
+                os.write(write, json.dumps({"error": f"not isolated: {why}"}).encode())
+                os._exit(0)
         os.write(write, json.dumps(in_fork(name.endswith("reset"))).encode())
         os._exit(0)
     os.close(write)

@@ -1,9 +1,7 @@
-"""A warm start for checks: a process that has imported torch, its compiler and the harness,
-forking judges.
+"""A warm start for checks: a process that has imported torch and the harness, forking judges.
 
-A fresh Python importing torch takes seconds (3.2-7 s on an H200 host, and Dynamo and Inductor
-8-10 s more), and every check used to start two (the judge, then the candidate's process).
-The server imports them once, never
+A fresh Python importing torch takes seconds (3.2 s on an H200 host), and every check used to
+start two (the judge, then the candidate's process). The server imports them once, never
 touching a device, and forks one judge per request; the judge in turn forks the candidate's
 process before it initialises a device itself (`scripts.judge`). Each fork starts in its own
 session with exactly the environment asked for, as `python -m MODULE` would.
@@ -37,8 +35,15 @@ START_TIMEOUT_S = 120.0  # importing torch on a cold disk
 
 def preload() -> None:
     """What every judge and candidate imports, short of touching a device (which would make the
-    forks' device contexts unusable): torch, the harness and Triton. The compiler comes later,
-    once the server is idle (`preload_compiler`)."""
+    forks' device contexts unusable). Not Dynamo and Inductor: their imports initialise the
+    CUDA driver (every later fork then failed with "Cannot re-initialize CUDA in forked
+    subprocess": Inductor's `torch.cuda.is_available()` at import), and doing it through NVML
+    instead (PYTORCH_NVML_BASED_CUDA_CHECK=1) left the forks seeing no device (H200, torch
+    2.11). Measured again on 2026-12-02 (benchmarks/fork_import_study.py): one fork deep,
+    outside the sandbox's namespaces, the NVML way works and takes a fork from 16.4 s to 1.8 s
+    to its first compiled result; a candidate's process forked by a judge in its namespaces
+    then failed "Invalid device id" on every check. A torch.compile candidate imports them in
+    its own process (8-10 s of every compiled check on the H200)."""
     import torch  # noqa: F401
 
     import scripts.child  # noqa: F401
@@ -50,42 +55,6 @@ def preload() -> None:
         import triton.language  # noqa: F401
     except ImportError:
         pass
-
-
-NVML_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"
-
-
-def preload_compiler() -> bool:
-    """Import Dynamo and Inductor here, so that a torch.compile candidate's process does not:
-    on an H200 host that import took 8-10 s of every compiled check (`load_s` in the eb6e84f
-    record; benchmarks/fork_import_study.py). The server does it at its first idle moment (no
-    request waiting, no fork running), not at its start: the first request (a freeze's
-    baseline, an eager check) is not kept waiting for it, and the import's CPU time never
-    overlaps a fork's timing (on a CPU host they would share the cores). Inductor asks `torch.cuda.is_available()` on
-    import, which by default initialises the CUDA driver and so marks every later fork unable
-    to use the device; asked of NVML instead (PYTORCH_NVML_BASED_CUDA_CHECK=1, for the import
-    only) it does not, and the forks compile and run on the device. Skipped where NVML cannot
-    count the devices (torch would fall back to initialising the driver) and on ROCm (not yet
-    run on an AMD GPU). Whether the forks can still use the device is checked afterwards all
-    the same (`forks_can_use_device`). True if imported."""
-    import torch
-
-    if torch.cuda._is_compiled():
-        if torch.version.hip or torch.cuda._device_count_nvml() < 0:
-            return False
-    before = os.environ.get(NVML_CHECK)
-    os.environ[NVML_CHECK] = "1"
-    try:
-        import torch._dynamo  # noqa: F401
-        import torch._inductor.compile_fx  # noqa: F401
-    except Exception:  # a broken compiler stack is the candidate's to meet, in its own process
-        return False
-    finally:
-        if before is None:
-            os.environ.pop(NVML_CHECK, None)
-        else:
-            os.environ[NVML_CHECK] = before
-    return True
 
 
 def forks_can_use_device() -> bool:
@@ -113,13 +82,9 @@ def serve(stdin_fd: int = 0, stdout_fd: int = 1) -> int:
     answer = os.fdopen(stdout_fd, "w", buffering=1)
     running: dict[int, int] = {}  # pid -> request id
     pending = b""
-    open_, compiler_due = True, True
+    open_ = True
     while open_ or running:
         ready, _, _ = select.select([stdin_fd] if open_ else [], [], [], 0.02)
-        if not ready and compiler_due and open_ and not running and not pending:
-            compiler_due = False
-            if preload_compiler():
-                _state["device_ok"] = _state["device_ok"] and forks_can_use_device()
         if ready:
             data = os.read(stdin_fd, 1 << 16)
             open_ = bool(data)
