@@ -81,3 +81,14 @@ def test_a_winner_slower_than_a_peer_on_do_bench_misses_the_aim():
     gap = aims["winner not slower than the best peer"]["value"]["p"]
     assert gap["best_peer"] == "torch-compile-coordinate-descent" and gap["gap"] > 0.09
     assert not aims["winner not slower than the best peer"]["met"]
+
+
+def test_a_winner_without_a_do_bench_figure_is_named_not_compared():
+    rows = [row("torch-compile-default", 0.33, 0.33, 0.05), row("baseline", 8.0, 8.0, 0.05)]
+    aims = judge(rows, [problem("some-lane-kernel", None, 8.0, 24.0)], [], None, None, None)
+    value = aims["winner not slower than the best peer"]["value"]["p"]
+    assert value == {
+        "winner": "some-lane-kernel",
+        "not_compared": "the winner has no do_bench figure",
+    }
+    assert not aims["winner not slower than the best peer"]["met"]  # nothing was compared
