@@ -19,9 +19,18 @@ device and compiles and runs a small function. Variants:
   (`scripts.isolation.enter`, as a judge does) and forks again, and that process (as a
   candidate's) uses the device.
 
+- `inductor-nvml-isolated-closed`: the same, and the candidate's process closes every
+  descriptor but its output, as `scripts.sandbox.fork_module` does, with CUDA_VISIBLE_DEVICES=0
+  as a lease sets it;
+- `inductor-nvml-shutdown-isolated-closed`: the same, with NVML shut down in the parent after
+  the import (torch's NVML count initialises it and never shuts it down).
+
 Found on an H200 (2026-12-02): `inductor` poisons every fork (Inductor's `is_available()` at
 import); `inductor-nvml` works one fork deep (1.8 s to the first compiled result, against
-16.4 s for `torch`), but checks forked that way through the judge failed "Invalid device id".
+16.4 s for `torch`) and through the namespaces (3.2 s), but checks forked that way through the
+judge failed "Invalid device id" (and the judge warned "Can't initialize NVML"). Suspected:
+the forks inherit the parent's initialised NVML, whose device descriptors `fork_module` closes;
+the `-closed` variants test that, and whether shutting NVML down in the parent cures it.
 
 Prints one JSON line per variant and a table: import seconds, whether the device was initialised
 in the parent, what the fork saw, and the fork's seconds to its first compiled result.
@@ -44,6 +53,8 @@ VARIANTS = (
     "inductor-nvml-reset",
     "torch-isolated",
     "inductor-nvml-isolated",
+    "inductor-nvml-isolated-closed",
+    "inductor-nvml-shutdown-isolated-closed",
 )
 CUDA_ENTRIES = ("_cuda_getDeviceCount", "_cuda_init", "_cuda_getDevice", "_cuda_setDevice")
 
@@ -109,10 +120,13 @@ def in_fork(reset: bool) -> dict:
 
 def variant(name: str) -> dict:
     modules = ["torch"]
-    if name != "torch":
+    if name.startswith("inductor"):
         modules += ["torch._dynamo", "torch._inductor.compile_fx"]
     seconds, calls = timed_import(modules, trace=name.endswith("traced"))
     import torch
+
+    if "shutdown" in name:
+        _shut_nvml_down()
 
     row = {
         "variant": name,
@@ -124,7 +138,7 @@ def variant(name: str) -> dict:
     pid = os.fork()
     if pid == 0:
         os.close(read)
-        if name.endswith("isolated"):
+        if "isolated" in name:
             from scripts import isolation
 
             why = isolation.enter()
@@ -134,6 +148,10 @@ def variant(name: str) -> dict:
             if why:
                 os.write(write, json.dumps({"error": f"not isolated: {why}"}).encode())
                 os._exit(0)
+        if name.endswith("closed"):
+            os.environ["CUDA_VISIBLE_DEVICES"] = "0"
+            os.closerange(3, write)
+            os.closerange(write + 1, 1 << 16)
         os.write(write, json.dumps(in_fork(name.endswith("reset"))).encode())
         os._exit(0)
     os.close(write)
@@ -143,6 +161,19 @@ def variant(name: str) -> dict:
     os.waitpid(pid, 0)
     row["fork"] = json.loads(data or b"{}")
     return row
+
+
+def _shut_nvml_down() -> None:
+    """nvmlShutdown until NVML says it is not initialised (each nvmlInit counts once)."""
+    import ctypes
+
+    try:
+        nvml = ctypes.CDLL("libnvidia-ml.so.1")
+    except OSError:
+        return
+    for _ in range(64):
+        if nvml.nvmlShutdown() != 0:
+            return
 
 
 def main(argv: list[str]) -> int:
