@@ -28,9 +28,11 @@ device and compiles and runs a small function. Variants:
 Found on an H200 (2026-12-02): `inductor` poisons every fork (Inductor's `is_available()` at
 import); `inductor-nvml` works one fork deep (1.8 s to the first compiled result, against
 16.4 s for `torch`) and through the namespaces (3.2 s), but checks forked that way through the
-judge failed "Invalid device id" (and the judge warned "Can't initialize NVML"). Suspected:
-the forks inherit the parent's initialised NVML, whose device descriptors `fork_module` closes;
-the `-closed` variants test that, and whether shutting NVML down in the parent cures it.
+judge failed "Invalid device id" (and the judge warned "Can't initialize NVML"). Not the
+descriptors `fork_module` closes: `inductor-nvml-isolated-closed` (1.9 s) and
+`inductor-nvml-shutdown-isolated-closed` (1.7 s) both reached the device. Still untried: the
+judge's own second entry into namespaces (the candidate's process nests a user namespace in the
+judge's) and the fork server started with the lease's environment.
 
 Prints one JSON line per variant and a table: import seconds, whether the device was initialised
 in the parent, what the fork saw, and the fork's seconds to its first compiled result.
