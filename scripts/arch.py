@@ -68,7 +68,7 @@ def from_properties(props, hip: bool) -> ArchInfo:
 
 
 def detect(device_index: int | None = None) -> ArchInfo:
-    import torch  # here, not at the top: `bakeoff run` imports this before its first line
+    import torch  # here, not at the top: importing this module needs no torch
 
     if not torch.cuda.is_available():
         return ArchInfo("cpu", "cpu", "cpu", compute_units=1, wavefront=1, llc_bytes=64 << 20)

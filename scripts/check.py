@@ -118,8 +118,8 @@ def _judge_env(device_env: dict[str, str] | None) -> dict[str, str]:
 
 def warm_up(device_env: dict[str, str] | None) -> None:
     """Start the warm server that checks on this device will fork from, without waiting for it:
-    its imports (torch, then the compiler: 15 s on an H200 host) overlap whatever the caller
-    does next instead of the first check's time."""
+    its import of torch (7 s on an H200 host) overlaps whatever the caller does next instead
+    of the first check's time."""
     forkserver.server_for(_judge_env(device_env))
 
 

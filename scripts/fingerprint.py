@@ -7,8 +7,8 @@ from pathlib import Path
 
 from scripts import arch as arch_mod
 
-# torch is imported where it is used: `bakeoff run` imports this module before its first line
-# of output, and importing torch there took 7 s of an H200 host's 11 s start.
+# torch is imported where it is used, not when `bakeoff run` imports this module. (Its first
+# line still waits for torch: the device pool asks torch for the GPUs before it.)
 
 
 def device_kind() -> str:
