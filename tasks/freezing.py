@@ -48,7 +48,7 @@ def freeze_isolated(
         if _FROZEN_HERE.get(key) == _state(kernel_path, out):
             manifest.verify(out)  # unchanged since this process froze it from this input
             return out
-        from scripts.freeze import freeze  # imports torch: not before `bakeoff run`'s first line
+        from scripts.freeze import freeze  # here: the first ask in a process goes to a subprocess
 
         freeze(kernel_path, out)  # verifies; refuses a different input
         _FROZEN_HERE[key] = _state(kernel_path, out)
