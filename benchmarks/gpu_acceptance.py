@@ -225,6 +225,11 @@ def main(argv: list[str]) -> int:
         "--reserve-s", type=float, default=120.0, help="kept for the checks after the bake-offs"
     )
     ap.add_argument(
+        "--skip-corpus",
+        action="store_true",
+        help="leave the GPU corpus out (a --merge call after one that ran it at this commit)",
+    )
+    ap.add_argument(
         "--rejudge",
         action="store_true",
         help="judge the committed record's rows again (after a change to the judging; no GPU)",
@@ -307,7 +312,7 @@ def main(argv: list[str]) -> int:
     if single and left() > 45:
         ncu_ms = ncu_kernel_ms(runs[p] / "task", kernel, min(90.0, left() - 20))
     corpus_rc, corpus_out = None, ""
-    if left() > 40:
+    if left() > 40 and not args.skip_corpus:
         argv = [sys.executable, "-m", "pytest", "-q", "-x", "tests/test_check_gpu.py"]
         argv += ["-k", "gpu_only or unjoined", "-p", "no:cacheprovider"]
         corpus_rc, corpus_out, _ = sh(argv, min(200.0, left() - 10))

@@ -2,8 +2,9 @@
 
 One sample: fresh inputs, a device-wide synchronise, a lead-in flush, a gate of writes over a
 buffer larger than the last-level cache (long enough that the host has queued the whole call
-before the device reaches the start event: `Clock`), start event, the call, end event, a
-device-wide synchronise, a `settled` event, synchronise, then the same lead-in and gate again
+before the device reaches the start event: `Clock`), start event, the call, end event, the
+host waiting awake for the end event, a device-wide synchronise, a `settled` event,
+synchronise, then the same lead-in and gate again
 with nothing else running (the gate's reference). The sample is start to end, plus however
 much later than an idle round trip after as long a wait the `settled` event came (work the
 call left running on other streams; see `settle`), plus however much longer than its
@@ -163,7 +164,7 @@ class Clock:
         # Work the call left on other streams (a side stream the caller's stream never waits
         # for) ends before `settled`: its lateness beyond an idle round trip is added in `settle`.
         w0 = self._now()
-        self._sync()
+        self._drain(end)
         self.wait_ms = (self._now() - w0) / 1e6
         self._record(settled)
         self._sync()
@@ -191,6 +192,17 @@ class Clock:
         self._sync()
         return float(self._elapsed(first, second))
 
+    def _drain(self, last) -> None:
+        """Wait for the caller's stream to reach `last` with the host awake (asking the event,
+        not sleeping in a synchronise), then synchronise the device: that returns at once unless
+        other streams are still at work. A host that slept through the wait wakes late by an
+        amount that varies from sample to sample (5-70 us on the H200, growing with the wait),
+        and clipped at zero that variation was charged to honest calls: 0.0096 ms, 3.6%, of the
+        sum reduction's 0.27 ms kernel in the 2a88e77 acceptance record."""
+        while not self._query(last):
+            pass
+        self._sync()
+
     def _spin_rate(self) -> float | None:
         """Spin cycles per ms of device time, timed once; None where the device cannot spin."""
         if self._spin is None:
@@ -205,11 +217,8 @@ class Clock:
 
     def idle_tail(self) -> float | None:
         """The same end-of-sample round trip with nothing left running, after the same wait:
-        the device busy (a spin as long as the host waited in the sample's synchronise) while
-        the host waits, then synchronise, then record. The wait matters: in the eb6e84f
-        acceptance record on the H200, honest calls' tails exceeded a 25 us spin's by 1-2% of
-        the host's wait, and that charge was the whole of their excess over do_bench
-        (benchmarks/gpu_acceptance.md). None on the host clock."""
+        the device busy (a spin as long as the host waited for the sample's end event) while
+        the host waits as it did (`_drain`), then record. None on the host clock."""
         if self.kind == "host":
             return None
         first, second = self._event(enable_timing=True), self._event(enable_timing=True)
@@ -219,7 +228,7 @@ class Clock:
                 cycles = max(cycles, int(self.wait_ms * self.spin_cycles_per_ms))
             self._spin(cycles)
         self._record(first)
-        self._sync()
+        self._drain(first)
         self._record(second)
         self._sync()
         return float(self._elapsed(first, second))
@@ -230,13 +239,16 @@ def settle(samples_ms: list[float], tails_ms: list, idle_tails_ms: list) -> list
 
     `samples_ms` end when the caller's stream finished; `tails_ms` from there to an event
     recorded after a device-wide sync; `idle_tails_ms` that round trip with nothing left
-    running. An honest call's tail is an idle one (give or take noise, clipped at zero); work
-    hidden on another stream makes it longer by what was hidden. On the host clock (no tails)
-    the samples stand as they are."""
+    running. An honest call's tail is an idle one, give or take the round trip's noise; work
+    hidden on another stream makes it longer by what was hidden. What a tail exceeds the
+    median idle one by beyond that noise (twice the idle tails' median deviation, as the
+    gate's tolerance) is added: charging every excess, clipped at zero, charges honest calls
+    the noise's upper half. On the host clock (no tails) the samples stand as they are."""
     if not tails_ms or any(t is None for t in tails_ms) or not idle_tails_ms:
         return list(samples_ms)
     idle = statistics.median(idle_tails_ms)
-    return [s + max(0.0, t - idle) for s, t in zip(samples_ms, tails_ms)]
+    noise = 2 * statistics.median(abs(t - idle) for t in idle_tails_ms)
+    return [s + max(0.0, t - idle - noise) for s, t in zip(samples_ms, tails_ms)]
 
 
 def _no_sync() -> None:

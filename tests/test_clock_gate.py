@@ -12,6 +12,8 @@ its reference, and is still charged."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from scripts.timing import Clock, settle
@@ -57,7 +59,14 @@ def clock_on(device: Device) -> Clock:
     clock._event = device.event
     clock._record = device.record
     clock._elapsed = lambda a, b: b.t - a.t
-    clock._query = lambda ev: False  # the host always queued the call in time
+    asked = set()
+
+    def query(ev) -> bool:  # the host always queued the call in time; asked again, it is done
+        done = id(ev) in asked
+        asked.add(id(ev))
+        return done
+
+    clock._query = query
     return clock
 
 
@@ -98,19 +107,28 @@ def test_the_reference_is_the_same_gate_and_its_time_is_the_harnesss():
 
 class WakingDevice:
     """A device and a host on one clock (ms), for the end-of-sample round trip: queued work
-    starts when the device is free and the host has queued it; a synchronise returns late by
-    `wake` of the time the host waited (the eb6e84f record: 1-2% on the H200); `hidden_ms` of a
-    call's work runs on a side stream past its end event."""
+    starts when the device is free and the host has queued it; a synchronise that has to wait
+    returns late by `wake` of the time the host waited plus a jitter of 5-70 us (the H200:
+    1-2% of the wait in the eb6e84f record, 5-70 us from sample to sample at 2a88e77); asking
+    an event costs the host `POLL_MS`; `hidden_ms` of a call's work runs on a side stream past
+    its end event."""
 
-    def __init__(self, wake: float, flush_ms: float = 0.065):
+    POLL_MS = 0.001
+
+    def __init__(self, wake: float, flush_ms: float = 0.065, seed: int = 0):
         self.t = self.host = self.side = 0.0
         self.wake, self.flush_ms = wake, flush_ms
+        self.jitter = random.Random(seed)
 
     def now_ns(self) -> int:
         return int(self.host * 1e6)
 
     def record(self, ev) -> None:
         self.t = ev.t = max(self.t, self.host)
+
+    def query(self, ev) -> bool:
+        self.host += self.POLL_MS
+        return ev.t <= self.host
 
     def work(self, ms: float) -> None:
         self.t = max(self.t, self.host) + ms
@@ -127,7 +145,9 @@ class WakingDevice:
 
     def sync(self) -> None:
         done = max(self.t, self.side)
-        self.host = done + self.wake * max(0.0, done - self.host)
+        if done > self.host:
+            late = self.wake * (done - self.host) + self.jitter.uniform(0.005, 0.07)
+            self.host = done + late
 
 
 def waking_clock(dev: WakingDevice) -> Clock:
@@ -136,7 +156,7 @@ def waking_clock(dev: WakingDevice) -> Clock:
     clock._sync, clock._spin = dev.sync, dev.spin
     clock._event, clock._record = (lambda enable_timing=True: Event()), dev.record
     clock._elapsed = lambda a, b: b.t - a.t
-    clock._query = lambda ev: False
+    clock._query = dev.query
     return clock
 
 
@@ -152,14 +172,15 @@ def settle_charge(dev: WakingDevice, call) -> float:
 
 
 @pytest.mark.parametrize("wake", [0.0, 0.01, 0.02])
-def test_an_honest_long_call_is_not_charged_for_the_hosts_late_wakeup(wake):
+def test_an_honest_call_is_not_charged_for_the_hosts_late_and_uneven_wakeup(wake):
     dev = WakingDevice(wake)
     assert settle_charge(dev, lambda: dev.call(8.0)) == pytest.approx(0.0, abs=1e-6)
+    assert settle_charge(dev, lambda: dev.call(0.27)) == pytest.approx(0.0, abs=1e-6)
 
 
 @pytest.mark.parametrize("wake", [0.0, 0.01, 0.02])
 def test_work_left_on_a_side_stream_is_still_charged_after_a_long_call(wake):
     dev = WakingDevice(wake)
     charge = settle_charge(dev, lambda: dev.call(8.0, hidden_ms=1.0))
-    # the reference's wait holds the late wake-up too: short by wake**2 of the wait
-    assert charge == pytest.approx(1.0, rel=0.01)
+    # charged the hidden work, and the host's late wake-up from waiting for it
+    assert 1.0 <= charge <= 1.0 + wake + 0.07

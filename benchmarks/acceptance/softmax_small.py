@@ -1,5 +1,6 @@
-"""A 10-microsecond kernel: softmax over the rows of a (256, 4096) fp32 matrix (4 MB, inside
-the L2 cache; the flush between samples makes every read come from memory)."""
+"""A kernel of 10-20 microseconds: softmax over the rows of a (1024, 4096) fp32 matrix (16 MB,
+inside the L2 cache; the flush between samples makes every read come from memory). At (256,
+4096) eager read 9.2 us in do_bench on the H200, just under the acceptance's 10-100 us band."""
 
 import torch
 import torch.nn as nn
@@ -13,7 +14,7 @@ class Model(nn.Module):
         return torch.softmax(x, dim=1)
 
 
-batch_size = 256
+batch_size = 1024
 dim = 4096
 
 
