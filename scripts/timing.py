@@ -2,9 +2,8 @@
 
 One sample: fresh inputs, a device-wide synchronise, a lead-in flush, a gate of writes over a
 buffer larger than the last-level cache (long enough that the host has queued the whole call
-before the device reaches the start event: `Clock`), start event, the call, end event, the
-host waiting awake for the end event, a device-wide synchronise, a `settled` event,
-synchronise, then the same lead-in and gate again
+before the device reaches the start event: `Clock`), start event, the call, end event, a
+device-wide synchronise, a `settled` event, synchronise, then the same lead-in and gate again
 with nothing else running (the gate's reference). The sample is start to end, plus however
 much later than an idle round trip after as long a wait the `settled` event came (work the
 call left running on other streams; see `settle`), plus however much longer than its
@@ -164,7 +163,7 @@ class Clock:
         # Work the call left on other streams (a side stream the caller's stream never waits
         # for) ends before `settled`: its lateness beyond an idle round trip is added in `settle`.
         w0 = self._now()
-        self._drain(end)
+        self._sync()
         self.wait_ms = (self._now() - w0) / 1e6
         self._record(settled)
         self._sync()
@@ -192,17 +191,6 @@ class Clock:
         self._sync()
         return float(self._elapsed(first, second))
 
-    def _drain(self, last) -> None:
-        """Wait for the caller's stream to reach `last` with the host awake (asking the event,
-        not sleeping in a synchronise), then synchronise the device: that returns at once unless
-        other streams are still at work. A host that slept through the wait wakes late by an
-        amount that varies from sample to sample (5-70 us on the H200, growing with the wait),
-        and clipped at zero that variation was charged to honest calls: 0.0096 ms, 3.6%, of the
-        sum reduction's 0.27 ms kernel in the 2a88e77 acceptance record."""
-        while not self._query(last):
-            pass
-        self._sync()
-
     def _spin_rate(self) -> float | None:
         """Spin cycles per ms of device time, timed once; None where the device cannot spin."""
         if self._spin is None:
@@ -217,8 +205,12 @@ class Clock:
 
     def idle_tail(self) -> float | None:
         """The same end-of-sample round trip with nothing left running, after the same wait:
-        the device busy (a spin as long as the host waited for the sample's end event) while
-        the host waits as it did (`_drain`), then record. None on the host clock."""
+        the device busy (a spin as long as the host waited in the sample's synchronise) while
+        the host waits, then synchronise, then record. The wait matters: the host wakes later
+        after a longer one (on the H200, 0.03 ms after a 25 us wait, 0.11 ms after 8 ms). The
+        host asking the end event in a loop instead of sleeping did not help there: tails grew
+        by 5-8 us and 20 us of hidden work was charged 11-16 us instead of 21-24
+        (benchmarks/tail_study.py, gpu_acceptance.md). None on the host clock."""
         if self.kind == "host":
             return None
         first, second = self._event(enable_timing=True), self._event(enable_timing=True)
@@ -228,7 +220,7 @@ class Clock:
                 cycles = max(cycles, int(self.wait_ms * self.spin_cycles_per_ms))
             self._spin(cycles)
         self._record(first)
-        self._drain(first)
+        self._sync()
         self._record(second)
         self._sync()
         return float(self._elapsed(first, second))
