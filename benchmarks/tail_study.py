@@ -1,23 +1,28 @@
 """The end-of-sample round trip, sample by sample: what an honest call's tail is made of, and how
-each way of settling it charges honest calls and calls that leave work on a side stream.
+settling it charges honest calls and calls that leave work on a side stream.
 
     python3 -m benchmarks.tail_study PROBLEM.py [--modes eager,default] [--samples 40]
-                                     [--json OUT]
+                                     [--load N] [--json OUT]
 
 For each mode (eager or a `torch.compile` mode) and each call (honest; then 0.02 ms and 1 ms of
 work left on a side stream the caller's stream never waits for), `--samples` samples of
-`scripts.timing.Clock` at its own gate, alternating two ways of waiting for the end event: the
-host asking the event (`Clock._drain`, since e54282e) and the host sleeping in a synchronise
-(before it). After each sample, two idle round trips the same way: after a device spin as long
-as the sample's wait (`Clock.idle_tail`) and after the gate's own flushes. Every per-sample
-figure goes to `--json`, so any settling rule can be judged afterwards; the table prints the
-medians and what `timing.settle` charges against each reference. Needs a GPU.
+`scripts.timing.Clock` at its own gate. After each, two idle round trips: after a device spin
+as long as the sample's wait (`Clock.idle_tail`, the harness's reference) and after the gate's
+own flushes. Every per-sample figure goes to `--json`, so any settling rule can be judged
+afterwards; the table prints the medians and what `timing.settle` charges against each
+reference. `--load N` keeps N other processes spinning on the host's cores throughout.
+
+At ce42a09 the study also took every other sample with the host asking the end event in a loop
+instead of sleeping in a synchronise (the e54282e clock): on the H200 that made tails 5-8 us
+longer and charged 20 us of hidden work 11-16 us instead of 21-24, so the clock sleeps again
+(records: benchmarks/results/tail_study_*_h200.json, key "way"). Needs a GPU.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import statistics
 import sys
 from pathlib import Path
@@ -43,6 +48,20 @@ def hidden(fn, spin: Spin, ms: float):
     return call
 
 
+def _spin_forever() -> None:
+    while True:
+        pass
+
+
+def host_load(n: int) -> list:
+    """`n` processes spinning on the host's cores until terminated."""
+    spawn = multiprocessing.get_context("spawn")
+    procs = [spawn.Process(target=_spin_forever, daemon=True) for _ in range(n)]
+    for proc in procs:
+        proc.start()
+    return procs
+
+
 def flush_tail(clock, flush) -> float:
     """The round trip after the gate's flushes alone, waited for as the sample was."""
     first, second = clock._event(enable_timing=True), clock._event(enable_timing=True)
@@ -50,21 +69,17 @@ def flush_tail(clock, flush) -> float:
     for _ in range(clock.gate):
         flush()
     clock._record(first)
-    clock._drain(first)
+    clock._sync()
     clock._record(second)
     clock._sync()
     return float(clock._elapsed(first, second))
 
 
-def study(clock, flush, fn, args, samples: int) -> dict:
-    polled = clock._drain
-    slept = lambda ev: clock._sync()  # noqa: E731
-    rows = {"poll": [], "sleep": []}
-    for k in range(2 * samples):
-        way = "poll" if k % 2 == 0 else "sleep"
-        clock._drain = polled if way == "poll" else slept
+def study(clock, flush, fn, args, samples: int) -> list[dict]:
+    rows = []
+    for _ in range(samples):
         _, ms, _ = clock._sample(fn, args, flush)
-        rows[way].append(
+        rows.append(
             {
                 "raw_ms": ms - clock.gate_excess_ms,
                 "wait_ms": clock.wait_ms,
@@ -73,7 +88,6 @@ def study(clock, flush, fn, args, samples: int) -> dict:
                 "idle_flush_ms": flush_tail(clock, flush),
             }
         )
-    clock._drain = polled
     return rows
 
 
@@ -95,12 +109,21 @@ def main(argv: list[str]) -> int:
     ap.add_argument("problem", type=Path)
     ap.add_argument("--modes", default="eager,default")
     ap.add_argument("--samples", type=int, default=40)
+    ap.add_argument("--load", type=int, default=0, help="host processes spinning meanwhile")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
     opened = open_study("tail_study", args.problem)
     if opened is None:
         return 2
-    module, flush = opened
+    load = host_load(args.load)
+    try:
+        return run(args, *opened)
+    finally:
+        for proc in load:
+            proc.terminate()
+
+
+def run(args, module, flush) -> int:
     import torch
     from triton.testing import do_bench
 
@@ -120,19 +143,18 @@ def main(argv: list[str]) -> int:
             clock = timing.Clock("cuda")
             clock.calibrate(flush, statistics.median(_host_ms(call, fixed) for _ in range(5)))
             rows = study(clock, flush, call, fixed, args.samples)
-            for way, per_sample in rows.items():
-                entry = {"mode": mode, "variant": variant, "way": way, "gate": clock.gate}
-                entry.update(do_bench_ms=bench, summary=summary(per_sample), samples=per_sample)
-                record.append(entry)
-                print(json.dumps({k: v for k, v in entry.items() if k != "samples"}), flush=True)
+            entry = {"mode": mode, "variant": variant, "gate": clock.gate, "load": args.load}
+            entry.update(do_bench_ms=bench, summary=summary(rows), samples=rows)
+            record.append(entry)
+            print(json.dumps({k: v for k, v in entry.items() if k != "samples"}), flush=True)
     if args.json:
         args.json.write_text(json.dumps(record, indent=1))
-    print("\n| mode | call | wait | do_bench ms | raw ms | tail ms | idle (spin) ms | idle (flush) ms "
+    print("\n| mode | call | do_bench ms | raw ms | tail ms | idle (spin) ms | idle (flush) ms "
           "| settled vs spin ms | settled vs flush ms |")  # fmt: skip
-    print("| --- " * 10 + "|")
+    print("| --- " * 9 + "|")
     for e in record:
         s = e["summary"]
-        print(f"| {e['mode']} | {e['variant']} | {e['way']} | {e['do_bench_ms']:.4f} | "
+        print(f"| {e['mode']} | {e['variant']} | {e['do_bench_ms']:.4f} | "
               f"{s['raw_ms']:.4f} | {s['tail_ms']:.4f} | {s['idle_spin_ms']:.4f} | "
               f"{s['idle_flush_ms']:.4f} | {s['settled_vs_idle_spin']:.4f} | "
               f"{s['settled_vs_idle_flush']:.4f} |")  # fmt: skip

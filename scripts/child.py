@@ -318,9 +318,6 @@ class Runner:
             result, ms, host_ms = self.run(self.clock.time, self.fn, args, self.flush)
             self.spent_ns -= self.clock.before_ns  # the flush is the harness's time
             tails.append(self.clock.tail_ms)
-            # the idle round trip right after the sample's, before the NVML read and the
-            # bookkeeping below, as benchmarks/tail_study.py measured it
-            idle_tails.append(self.clock.idle_tail())
             record.host_gap_ms.append(self.clock.host_gap_ms)
             record.host_call_ms.append(self.clock.host_call_ms)
             record.gate_flushes.append(self.clock.gate)
@@ -330,6 +327,7 @@ class Runner:
                 record.gate_excess_ms.append(self.clock.gate_excess_ms)
             record.host_bound += int(self.clock.early)
             record.sm_clock_mhz.append(self.sm_clock())
+            idle_tails.append(self.clock.idle_tail())
             outs = self.outputs(result, what)
             snaps = self.snapshot(outs)
             shapes = shapes or [tuple(s.shape) for s in snaps]  # a timing-only run has no trials

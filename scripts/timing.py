@@ -206,11 +206,10 @@ class Clock:
     def idle_tail(self) -> float | None:
         """The same end-of-sample round trip with nothing left running, after the same wait:
         the device busy (a spin as long as the host waited in the sample's synchronise) while
-        the host waits, then synchronise, then record. The wait matters: the host wakes later
-        after a longer one (on the H200, 0.03 ms after a 25 us wait, 0.11 ms after 8 ms). The
-        host asking the end event in a loop instead of sleeping did not help there: tails grew
-        by 5-8 us and 20 us of hidden work was charged 11-16 us instead of 21-24
-        (benchmarks/tail_study.py, gpu_acceptance.md). None on the host clock."""
+        the host waits, then synchronise, then record. The wait matters: in the eb6e84f
+        acceptance record on the H200, honest calls' tails exceeded a 25 us spin's by 1-2% of
+        the host's wait, and that charge was the whole of their excess over do_bench
+        (benchmarks/gpu_acceptance.md). None on the host clock."""
         if self.kind == "host":
             return None
         first, second = self._event(enable_timing=True), self._event(enable_timing=True)
@@ -231,16 +230,13 @@ def settle(samples_ms: list[float], tails_ms: list, idle_tails_ms: list) -> list
 
     `samples_ms` end when the caller's stream finished; `tails_ms` from there to an event
     recorded after a device-wide sync; `idle_tails_ms` that round trip with nothing left
-    running. An honest call's tail is an idle one, give or take the round trip's noise; work
-    hidden on another stream makes it longer by what was hidden. What a tail exceeds the
-    median idle one by beyond that noise (twice the idle tails' median deviation, as the
-    gate's tolerance) is added: charging every excess, clipped at zero, charges honest calls
-    the noise's upper half. On the host clock (no tails) the samples stand as they are."""
+    running. An honest call's tail is an idle one (give or take noise, clipped at zero); work
+    hidden on another stream makes it longer by what was hidden. On the host clock (no tails)
+    the samples stand as they are."""
     if not tails_ms or any(t is None for t in tails_ms) or not idle_tails_ms:
         return list(samples_ms)
     idle = statistics.median(idle_tails_ms)
-    noise = 2 * statistics.median(abs(t - idle) for t in idle_tails_ms)
-    return [s + max(0.0, t - idle - noise) for s, t in zip(samples_ms, tails_ms)]
+    return [s + max(0.0, t - idle) for s, t in zip(samples_ms, tails_ms)]
 
 
 def _no_sync() -> None:
