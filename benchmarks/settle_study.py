@@ -85,9 +85,9 @@ def hidden(fn, spin: Spin):
 
 def study(clock, flush, fn, args, spin: Spin, waits: list[float], samples: int) -> dict:
     """`samples` samples at the clock's gate; after each, the idle tails it is compared with.
-    `tail_ms` and `idle_tail_ms` are the clock's own (the host waiting awake, `Clock._drain`);
-    `idle_tail_after_ms` and `matched_tail_ms` a host sleeping in a synchronise; the harness's
-    figure is `settled_clock_ms` (`timing.settle` over the clock's own tails)."""
+    `tail_ms` and `idle_tail_ms` are the clock's own, `idle_tail_after_ms` and `matched_tail_ms`
+    the same round trip after fixed and matched spins; the harness's figure is
+    `settled_clock_ms` (`timing.settle` over the clock's own tails)."""
     from scripts import timing
 
     raw, tails, matched, short = [], [], [], []
