@@ -67,8 +67,8 @@ class Spin:
         return first.elapsed_time(second)
 
 
-def hidden(fn, spin: Spin):
-    """fn, then HIDDEN_MS of device work on a stream the caller's stream never waits for."""
+def hidden(fn, spin: Spin, ms: float = HIDDEN_MS):
+    """fn, then `ms` of device work on a stream the caller's stream never waits for."""
     import torch
 
     side = torch.cuda.Stream()
@@ -77,7 +77,7 @@ def hidden(fn, spin: Spin):
         out = fn(*args)
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
-            spin(HIDDEN_MS)
+            spin(ms)
         return out
 
     return call
