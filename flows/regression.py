@@ -127,7 +127,7 @@ def check_kernel(name: str, url: str, pool: PoolConfig, samples: int | None) -> 
     base = retime(last.task_dir, frozen.path, {}, pool, samples)
     won = retime(last.task_dir, winner.path, winner.env, pool, samples)
     changes = compare(winner, won)
-    base_changes = compare(frozen, base)
+    base_changes = compare(frozen, base, beside=False)
     regressed = any(c.regressed for c in changes)
     _record_retime(url, last, base, won, not regressed)
     row.update(

@@ -90,3 +90,34 @@ def test_concurrent_writers_on_postgresql(postgres):  # noqa: F811
     assert url.startswith("postgresql+asyncpg://")
     found = write_concurrently(url)
     assert {r.host for r in found} == {f"w{k}" for k in range(WRITERS)}
+
+
+def test_a_store_made_before_a_column_was_added_gets_it(tmp_path, monkeypatch):
+    import sqlite3
+    from datetime import datetime, timezone
+
+    from tasks.store import schema
+
+    def run(rid: str, spread: float | None) -> history.RunOut:
+        timing = history.TimingOut(
+            workload="w", status="PASSED", median_ms=1.0, baseline_ms=2.0, baseline_spread_ms=spread
+        )
+        cand = history.CandidateOut(
+            name="c", language="torch", mode="optimize", source="torch", status="winner",
+            verdict="PASSED", accepted=True, timings=[timing],
+        )  # fmt: skip
+        return history.RunOut(
+            id=rid, kernel="old", kind="bakeoff", mode="optimize", kernel_path="k", run_dir=rid,
+            task_dir="t", oracle_sha256="o", recorded_at=datetime.now(timezone.utc), host="h",
+            device="cpu", arch="cpu", code_version="v", winner="c", candidates=[cand],
+        )  # fmt: skip
+
+    path = tmp_path / "history.sqlite"
+    url = f"sqlite:///{path}"
+    history.record(run("before", None), url)
+    schema._engines.pop(schema.normalise_url(url)).dispose()
+    with sqlite3.connect(path) as db:  # the store as it was made before the column
+        db.execute("ALTER TABLE bakeoff_timings DROP COLUMN baseline_spread_ms")
+    history.record(run("after", 0.1), url)
+    spreads = {r.id: r.accepted.timings[0].baseline_spread_ms for r in history.runs(url, "old")}
+    assert spreads == {"before": None, "after": 0.1}

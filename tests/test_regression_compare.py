@@ -29,12 +29,15 @@ def timing(median, spread):
     )
 
 
-def verdict(median, spread, status=Status.PASSED):
+def verdict(median, spread, status=Status.PASSED, beside=None):
+    """`beside`: (median, spread) of the frozen baseline timed beside it in the same check."""
     wl = WorkloadVerdict(
         workload="w",
         status=status,
         timing=timing(median, spread) if status is Status.PASSED else None,
         reason=None if status is Status.PASSED else "wrong",
+        baseline_timing=timing(*beside) if beside else None,
+        baseline_ms=beside[0] if beside else None,
     )
     return Verdict(
         candidate="c",
@@ -46,7 +49,7 @@ def verdict(median, spread, status=Status.PASSED):
     )
 
 
-def accepted(median, spread):
+def accepted(median, spread, beside=None):
     return history.CandidateOut(
         name="c",
         language="torch",
@@ -56,7 +59,14 @@ def accepted(median, spread):
         verdict="PASSED",
         accepted=True,
         timings=[
-            history.TimingOut(workload="w", status="PASSED", median_ms=median, spread_ms=spread)
+            history.TimingOut(
+                workload="w",
+                status="PASSED",
+                median_ms=median,
+                spread_ms=spread,
+                baseline_ms=beside[0] if beside else None,
+                baseline_spread_ms=beside[1] if beside else None,
+            )
         ],
     )
 
@@ -73,6 +83,25 @@ def accepted(median, spread):
 def test_noise_aware_rule(new, spread, regressed):
     (change,) = compare(accepted(1.0, 0.1), verdict(new, spread))
     assert change.regressed is regressed, change.reason
+
+
+@pytest.mark.parametrize(
+    "new, base, regressed",
+    [
+        (1.25, 2.5, False),  # 25% slower and so was the baseline beside it: the host, not it
+        (1.25, 2.0, True),  # 25% slower beside an unchanged baseline
+        (1.00, 1.6, True),  # unchanged while the baseline beside it got 20% faster
+        (1.05, 2.1, False),  # both 5% slower: within every spread
+    ],
+)
+def test_the_rule_scales_by_the_baseline_timed_beside(new, base, regressed):
+    old = accepted(1.0, 0.02, beside=(2.0, 0.04))
+    (change,) = compare(old, verdict(new, 0.02, beside=(base, 0.04)))
+    assert change.regressed is regressed, change.reason
+    if regressed:
+        assert "scaled by the baseline beside it" in change.reason
+    (plain,) = compare(old, verdict(new, 0.02, beside=(base, 0.04)), beside=False)
+    assert plain.regressed is (new > 1.04), plain.reason  # the frozen baseline's own rule
 
 
 def test_a_result_that_no_longer_passes_regresses():

@@ -45,6 +45,7 @@ class TimingOut(BaseModel):
     spread_ms: float | None = None
     sample_count: int | None = None
     baseline_ms: float | None = None
+    baseline_spread_ms: float | None = None  # the baseline timed beside it in the same check
     speedup: float | None = None
 
 
@@ -110,6 +111,7 @@ def timings_of(verdict: Verdict) -> list[TimingOut]:
             spread_ms=w.timing.spread_ms if w.timing else None,
             sample_count=w.timing.sample_count if w.timing else None,
             baseline_ms=w.baseline_ms,
+            baseline_spread_ms=w.baseline_timing.spread_ms if w.baseline_timing else None,
             speedup=w.speedup,
         )
         for w in verdict.workloads

@@ -4,7 +4,8 @@ Several lanes, bake-offs and hosts write at once. PostgreSQL takes that as it is
 too with three settings made on every connection: write-ahead logging (readers never block the
 writer), a busy timeout (a writer waits for the lock instead of failing), and transactions that
 take the write lock when they begin (BEGIN IMMEDIATE), so two writers never deadlock upgrading
-a read lock. Tables are created on first use, by whichever writer comes first.
+a read lock. Tables are created on first use, by whichever writer comes first; a column added
+since a store was made is added to it then (`ADDED_COLUMNS`), nullable, so old rows read as None.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from sqlalchemy import (
     Text,
     create_engine,
     event,
+    inspect,
+    text,
 )
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import DatabaseError
@@ -99,6 +102,7 @@ class TimingRow(Base):
     spread_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
     sample_count: Mapped[int | None] = mapped_column(Integer, nullable=True)
     baseline_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
+    baseline_spread_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
     speedup: Mapped[float | None] = mapped_column(Float, nullable=True)
     candidate: Mapped[CandidateRowDB] = relationship(back_populates="timings")
 
@@ -127,6 +131,17 @@ def normalise_url(url: str) -> str:
     return parsed.render_as_string(hide_password=False)
 
 
+# Columns added after stores were first made: (table, column, SQL type).
+ADDED_COLUMNS = [("bakeoff_timings", "baseline_spread_ms", "FLOAT")]
+
+
+def _add_missing_columns(engine: Engine) -> None:
+    for table, column, kind in ADDED_COLUMNS:
+        if column not in {c["name"] for c in inspect(engine).get_columns(table)}:
+            with engine.begin() as conn:
+                conn.execute(text(f"ALTER TABLE {table} ADD COLUMN {column} {kind}"))
+
+
 _engines: dict[str, Engine] = {}
 _lock = threading.Lock()
 
@@ -146,6 +161,7 @@ def engine_for(url: str) -> Engine:
             for attempt in range(5):  # writers racing to create the tables: the loser re-checks
                 try:
                     Base.metadata.create_all(engine)
+                    _add_missing_columns(engine)
                     break
                 except DatabaseError:
                     if attempt == 4:
