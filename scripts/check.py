@@ -76,6 +76,37 @@ def check(
     return _run_judge(request, device_env, workdir, warm)
 
 
+def precompile(
+    task_dir: Path,
+    candidate: Path,
+    *,
+    cache_dir: Path,
+    candidate_env: dict[str, str] | None = None,
+    device_env: dict[str, str] | None = None,
+    timeout_s: float = 300.0,
+    workdir: Path | None = None,
+) -> protocol.Precompiled:
+    """Run `candidate` through the calls that compile in a check (each workload's first calls)
+    and nothing else, in the same sandbox, so its compilers' caches in `cache_dir` are full when
+    `check` is given the same `cache_dir`. Several may run at once on one device (compiling is
+    the host's work), never beside a check: a check wants the device to itself. Whatever
+    happens is only advice (a failure of the harness reads HARNESS_ERROR): the check that
+    follows judges the candidate from scratch."""
+    task_dir, candidate = Path(task_dir), Path(candidate)
+    manifest.verify(task_dir)
+    _same_as_first_seen(task_dir)
+    request = _request(
+        task_dir,
+        str(candidate.resolve()),
+        freezing=False,
+        candidate_env=candidate_env,
+        timeout_s=timeout_s,
+        cache_dir=str(Path(cache_dir).resolve()),
+        precompile=True,
+    )
+    return _run_judge(request, device_env, workdir)
+
+
 def judge_baseline(staging: Path, *, timeout_s: float = 300.0, **options) -> Verdict:
     """Check and time the frozen baseline of a staging directory (freeze, before its manifest):
     the same path as every candidate, so the baseline's timing is the one denominator."""
@@ -125,7 +156,7 @@ def warm_up(device_env: dict[str, str] | None) -> None:
 
 def _run_judge(
     request: protocol.JudgeRequest, device_env, workdir: Path | None, warm: bool = True
-) -> Verdict:
+) -> Verdict | protocol.Precompiled:
     if manifest.build(HARNESS_DIR) != _HARNESS_AT_IMPORT:
         raise BadInput(
             str(HARNESS_DIR), "the harness's sources changed since this process loaded them"
@@ -154,6 +185,8 @@ def _run_judge(
     finally:
         if own:
             _remove(workdir)
+    if isinstance(verdict, protocol.Precompiled):
+        return verdict
     elapsed = time.monotonic() - started
     secrets = sandbox.secret_values(os.environ)
     return verdict.model_copy(
@@ -202,13 +235,15 @@ def _judge_deadline(request: protocol.JudgeRequest) -> float:
     return 2 * request.timeout_s + 120
 
 
-def _read_verdict(request, verdict_path: Path, finished, log_path: Path) -> Verdict:
+def _read_verdict(request, verdict_path: Path, finished, log_path: Path):
+    """The judge's answer: a Verdict (a Precompiled for a precompile request)."""
+    model = protocol.Precompiled if request.precompile else Verdict
     if finished.returncode == 0 and not finished.timed_out and verdict_path.is_file():
         data = json.loads(verdict_path.read_text())
         if "bad_input" in data:
             raise BadInput(*data["bad_input"])
         try:
-            return Verdict.model_validate(data)
+            return model.model_validate(data)
         except ValidationError as exc:
             problem = f"its verdict does not validate: {str(exc).splitlines()[0]}"
     elif finished.timed_out:
@@ -216,6 +251,9 @@ def _read_verdict(request, verdict_path: Path, finished, log_path: Path) -> Verd
     else:
         problem = f"it {finished.how} without a verdict"
     log = Path(log_path).read_text(errors="replace")[-2000:] if Path(log_path).exists() else ""
+    if request.precompile:
+        reason = f"the harness failed: {problem}"
+        return protocol.Precompiled(seconds=0.0, status=Status.HARNESS_ERROR, reason=reason)
     return Verdict(
         candidate=request.candidate or "baseline",
         oracle_sha256="",

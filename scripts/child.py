@@ -276,10 +276,22 @@ class Runner:
     def keep(self, args) -> list:
         return [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
 
+    def first_calls(self, wl, seeds) -> None:
+        """What a torch.compile candidate compiles in a check, and nothing after: for a timed
+        workload one plain call, then (every workload) one call under the trials' poisoned
+        allocations, whose deterministic mode Dynamo guards on and compiles again for."""
+        if wl.timed:
+            self.run(self.plain_calls, self.inputs(wl, seeds.warmup_seed), 1)
+        if seeds.trial_seeds:
+            self.run(self.checked_call, self.inputs(wl, seeds.trial_seeds[0]))
+
     def workload(self, index: int, seeds):
         wl = self.spec.workload(seeds.name)
         record = protocol.ChildWorkload(workload=wl.name)
         shapes = None
+        if self.request.precompile:
+            self.first_calls(wl, seeds)
+            return record
         if wl.timed:
             # The candidate's first call (its own time: a torch.compile candidate compiles and
             # autotunes here) comes before the trials, outside their poisoned allocations.

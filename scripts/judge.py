@@ -203,10 +203,42 @@ class Judge:
             leftover.unlink()
         return verdict
 
-    def _run_child(self, candidate: str | None, *, fork: bool, timing_only: bool = False):
+    def precompile(self) -> protocol.Precompiled:
+        """The candidate's process through its first calls only (`JudgeRequest.precompile`),
+        in the same sandbox as a check: what it compiles lands in its cache directory."""
+        sandbox.protect_self()
+        sandbox.become_subreaper()
+        clock = time.monotonic()
+        finished, results, _ = self._run_child(
+            self.req.candidate, fork=self._can_fork(), precompile=True
+        )
+        seconds = time.monotonic() - clock
+        failure = results.fatal
+        if not isinstance(failure, protocol.ChildError):
+            failure = next(
+                (w.error for w in results.workloads if isinstance(w, protocol.ChildWorkload)),
+                None,
+            )
+        if isinstance(failure, protocol.ChildError):
+            return protocol.Precompiled(
+                seconds=seconds, status=failure.status, reason=failure.reason
+            )
+        if finished.timed_out or not all(results.workloads):
+            why = "timed out" if finished.timed_out else f"{finished.how} before its last call"
+            return protocol.Precompiled(seconds=seconds, status=Status.CRASHED, reason=why)
+        return protocol.Precompiled(seconds=seconds)
+
+    def _run_child(
+        self,
+        candidate: str | None,
+        *,
+        fork: bool,
+        timing_only: bool = False,
+        precompile: bool = False,
+    ):
         """Run one candidate's process (the frozen baseline's when `candidate` is None) to its
         end; `timing_only` skips the trials and the wall-clock blocks (nothing is judged from
-        that run but its samples)."""
+        that run but its samples); `precompile` stops each workload after its first calls."""
         scratch = Path(tempfile.mkdtemp(prefix="scratch-", dir=self.workdir))
         for sub in ("home", "tmp", "work", "results", "cache"):
             (scratch / sub).mkdir()
@@ -221,6 +253,7 @@ class Judge:
             warmup=self.req.warmup,
             wall_blocks=0 if timing_only else self.req.wall_blocks,
             workloads=seeds,
+            precompile=precompile,
         )
         (scratch / "child.json").write_text(child_request.model_dump_json())
         env = self.req.candidate_env if candidate else {}
@@ -237,7 +270,7 @@ class Judge:
         (self.workdir / CHILD_PGID).unlink(missing_ok=True)
         if not isolation.inside():  # inside, pids are the namespace's: its end kills the child
             sandbox.write_new(self.workdir / CHILD_PGID, str(child.proc.pid))  # for check()
-        if not timing_only:
+        if not (timing_only or precompile):
             _preload()  # import torch and the formats (if not forked warm) while it runs
         finished = child.wait()
         results = Results(scratch / "results", len(self.spec.workloads))
@@ -385,11 +418,11 @@ def main(argv: list[str]) -> int:
         _write(verdict_path, json.dumps({"bad_input": [exc.where, exc.what]}))
         return 0
     try:
-        verdict = judge.run()
+        answer = judge.precompile() if request.precompile else judge.run()
     except BadInput as exc:  # the reference itself failed: the oracle is unusable
         _write(verdict_path, json.dumps({"bad_input": [exc.where, exc.what]}))
         return 0
-    _write(verdict_path, verdict.model_dump_json())
+    _write(verdict_path, answer.model_dump_json())
     return 0
 
 

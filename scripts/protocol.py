@@ -36,6 +36,9 @@ class JudgeRequest(BaseModel):
     # then the ratio of two runs under the same conditions, not of runs hours apart.
     side_by_side: bool = True
     cache_dir: str | None = None  # the compilers' caches for this candidate (see judge)
+    # Only the calls that compile (each workload's first calls, `Runner.first_calls`), to fill
+    # `cache_dir` ahead of the check: nothing timed, nothing judged; the answer is `Precompiled`.
+    precompile: bool = False
 
 
 class WorkloadSeeds(BaseModel):
@@ -57,6 +60,7 @@ class ChildRequest(BaseModel):
     warmup: int
     wall_blocks: int
     workloads: list[WorkloadSeeds]
+    precompile: bool = False
 
 
 class ChildError(BaseModel):
@@ -110,6 +114,17 @@ class ChildHello(BaseModel):
     device: str
     clock: str
     load_s: float = 0.0
+
+
+class Precompiled(BaseModel):
+    """A precompile's outcome: how long the candidate's process took, and the failure it met
+    (None: it made every first call). Advice for the orchestrator only; the check that follows
+    judges the candidate from scratch."""
+
+    model_config = ConfigDict(extra="forbid")
+    seconds: float
+    status: Status | None = None
+    reason: str | None = None
 
 
 HELLO = "hello.json"

@@ -19,6 +19,7 @@ from tasks.models import (
 from tasks.search.score import beats, score, workload_ms
 
 CheckFn = Callable[[CandidateRef], CandidateResult]
+PrecompileFn = Callable[[list[CandidateRef]], None]
 
 
 def _frozen_baseline_ms(ctx: BuildContext, measured: CandidateResult) -> dict[str, float]:
@@ -65,17 +66,10 @@ def plan_lanes(ctx: BuildContext, statuses: list[BackendStatus]) -> list[PlanEnt
     return plan
 
 
-def discover(
-    task_dir: Path,
-    workdir: Path,
-    check_fn: CheckFn,
-    backends: list[str] | None = None,
-) -> DiscoverPlan:
-    ctx = BuildContext.load(task_dir, workdir)
-    chosen = registry.select(backends)
-    statuses = [b.status(ctx.spec) for b in chosen]
-    baseline = check_fn(baseline_candidate(ctx))
-    measured = [baseline]
+def _proposals(ctx: BuildContext, chosen, statuses: list[BackendStatus]) -> list[CandidateRef]:
+    """What each available backend proposes, in order; a backend that fails to propose says so
+    in its status's reason, never fatally."""
+    proposed: list[CandidateRef] = []
     for backend, status in zip(chosen, statuses):
         if not status.available:
             continue
@@ -88,7 +82,27 @@ def discover(
             status.reason = "measured as the baseline; its configurations are a search lane's"
         elif not refs:
             status.reason = "nothing to propose for this op"
-        measured += [check_fn(ref) for ref in refs]
+        proposed += refs
+    return proposed
+
+
+def discover(
+    task_dir: Path,
+    workdir: Path,
+    check_fn: CheckFn,
+    backends: list[str] | None = None,
+    precompile_fn: PrecompileFn | None = None,
+) -> DiscoverPlan:
+    """Every available backend's proposals, checked after the input itself; `precompile_fn`
+    (when given) gets the proposals first, to compile them side by side before any check."""
+    ctx = BuildContext.load(task_dir, workdir)
+    chosen = registry.select(backends)
+    statuses = [b.status(ctx.spec) for b in chosen]
+    proposed = _proposals(ctx, chosen, statuses)
+    if precompile_fn is not None:
+        precompile_fn(proposed)
+    baseline = check_fn(baseline_candidate(ctx))
+    measured = [baseline] + [check_fn(ref) for ref in proposed]
 
     base_ms = _frozen_baseline_ms(ctx, baseline)
     passed = [r for r in measured if score(r.verdict) is not None]

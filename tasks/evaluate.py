@@ -12,14 +12,22 @@ settings and the frozen task, and Discover and every lane that meet the same can
 it. Each identity also gets its own compiler cache (`compile-cache/<identity>/`), never shared
 with another candidate's source. A failure of the harness itself (HARNESS_ERROR) is checked
 once more with fresh interpreters, and is never kept for reuse.
+
+A caller that knows several candidates ahead (Discover) may `precompile` them first: their
+compiles run side by side (`precompile_jobs()` at once, on the device the caller holds, before
+any check), and each check then finds its compiler cache full. A compile is the host's work
+(Dynamo, Inductor and Triton codegen, a C++ build) and each candidate has one, so on a host
+with cores to spare they overlap instead of queueing behind one another's timed runs.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from prefect import task
@@ -79,6 +87,20 @@ def identity(task_dir: Path, ref: CandidateRef, samples: int | None, timeout_s: 
     return h.hexdigest()[:24]
 
 
+JOBS_VAR = "BAKEOFF_PRECOMPILE_JOBS"
+CORES_PER_JOB = 4  # a compile's own worker threads (Inductor compiles kernels in parallel)
+
+
+def precompile_jobs() -> int:
+    """Precompiles at once: BAKEOFF_PRECOMPILE_JOBS, else one per CORES_PER_JOB cores, at most
+    4 (a 16-core H200 host: 4). Under 2 precompiling gains nothing over the checks' own
+    compiles, and none runs (a 2-core machine)."""
+    given = os.environ.get(JOBS_VAR)
+    if given:
+        return max(0, int(given))
+    return min(4, (os.cpu_count() or 1) // CORES_PER_JOB)
+
+
 def _dir_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:120] or "candidate"
 
@@ -108,6 +130,51 @@ class Evaluator:
     def bind(self, deadline: Deadline) -> Callable[[CandidateRef], CandidateResult]:
         return lambda ref: self.check(ref, deadline)
 
+    def bind_precompile(self, deadline: Deadline) -> Callable[[list[CandidateRef]], None]:
+        return lambda refs: self.precompile(refs, deadline)
+
+    def precompile(self, refs: list[CandidateRef], deadline: Deadline) -> None:
+        """Fill the compiler caches of `refs` not yet checked in this run, `precompile_jobs()`
+        at once, on this evaluator's device. Only before checks: the caller holds the device
+        and nothing is being timed on it. Advice only: a failure here is logged, and the
+        check judges the candidate as it would have."""
+        from scripts.check import precompile
+
+        jobs = precompile_jobs()
+        todo = [r for r in refs if not self._kept(self._key(r)).is_file()]
+        if jobs < 2 or len(todo) < 2 or deadline.remaining() <= 0:
+            return
+        self.log(f"precompiling {len(todo)} candidate(s), {jobs} at once")
+
+        def one(ref: CandidateRef) -> None:
+            try:
+                done = precompile(
+                    Path(self.task_dir),
+                    Path(ref.path),
+                    cache_dir=self._cache_dir(self._key(ref)),
+                    candidate_env=ref.env,
+                    device_env=self.device_env,
+                    timeout_s=max(1.0, min(self.check_timeout_s, deadline.remaining())),
+                    workdir=self.store.check_dir(_dir_name(ref.name)) / "precompile",
+                )
+            except Exception as exc:  # its check meets the same problem and reports it
+                self.log(f"precompiling {ref.name} failed: {type(exc).__name__}: {exc}")
+                return
+            how = f"{done.status.value}: {done.reason}" if done.status else "every first call made"
+            self.log(f"precompiled {ref.name} in {done.seconds:.1f} s ({how})")
+
+        with ThreadPoolExecutor(jobs) as pool:
+            list(pool.map(one, todo))
+
+    def _key(self, ref: CandidateRef) -> str:
+        return identity(Path(self.task_dir), ref, self.samples, self.check_timeout_s)
+
+    def _kept(self, key: str) -> Path:
+        return self.shared / "checked" / f"{key}.json"
+
+    def _cache_dir(self, key: str) -> Path:
+        return self.shared / "compile-cache" / key
+
     def check(self, ref: CandidateRef, deadline: Deadline) -> CandidateResult:
         remaining = deadline.remaining()
         if remaining <= 0:
@@ -115,8 +182,8 @@ class Evaluator:
                 f"the role's {deadline.seconds:g} s deadline passed before {ref.name} was checked"
             )
         timeout_s = min(self.check_timeout_s, remaining)
-        key = identity(Path(self.task_dir), ref, self.samples, self.check_timeout_s)
-        kept = self.shared / "checked" / f"{key}.json"
+        key = self._key(ref)
+        kept = self._kept(key)
         result = None
         if kept.is_file():
             earlier = CandidateResult.model_validate_json(kept.read_text())
@@ -130,7 +197,7 @@ class Evaluator:
                 timeout_s,
                 self.samples,
                 str(self.store.check_dir(_dir_name(ref.name))),
-                str(self.shared / "compile-cache" / key),
+                str(self._cache_dir(key)),
             )
             if result.verdict.status.value != "HARNESS_ERROR":
                 write_json(kept, result)

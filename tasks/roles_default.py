@@ -34,8 +34,14 @@ def plan_from_measurements(request: RoleRequest) -> DiscoverPlan:
     from tasks.discover import discover
 
     i = request.inputs
-    check_fn = i["evaluator"].bind(request.deadline)
-    return discover(Path(i["task_dir"]), Path(i["workdir"]), check_fn, i.get("backends"))
+    evaluator = i["evaluator"]
+    return discover(
+        Path(i["task_dir"]),
+        Path(i["workdir"]),
+        evaluator.bind(request.deadline),
+        i.get("backends"),
+        precompile_fn=evaluator.bind_precompile(request.deadline),
+    )
 
 
 def search(request: RoleRequest) -> SearchOutcome:

@@ -1,0 +1,90 @@
+"""Precompiling: Discover's candidates compile side by side before any check, and each check
+then finds its compiler cache full (Inductor's FX graph cache here, on the CPU) and compiles
+nothing of its own."""
+
+from pathlib import Path
+
+import pytest
+
+from scripts.check import check, precompile
+from scripts.verdict import Status
+from tasks.agents import Deadline
+from tasks.backends import torch_compile
+from tasks.backends.base import BuildContext
+from tasks.evaluate import JOBS_VAR, Evaluator, precompile_jobs
+from tasks.run_store import LaneStore
+
+
+def compiled_graphs(cache: Path) -> set[str]:
+    """The FX graph cache's entries: one per graph Inductor compiled into this cache."""
+    root = cache / "inductor" / "fxgraph"
+    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
+
+
+def compile_ref(task: Path, workdir: Path, mode: str = "torch-compile-default"):
+    refs = torch_compile.BACKEND.candidates(BuildContext.load(task, workdir))
+    return next(r for r in refs if r.name == mode)
+
+
+@pytest.mark.slow
+def test_a_check_after_a_precompile_compiles_nothing(frozen_rmsnorm, tmp_path):
+    ref = compile_ref(frozen_rmsnorm, tmp_path / "work")
+    cache = tmp_path / "cache"
+    done = precompile(frozen_rmsnorm, Path(ref.path), cache_dir=cache, timeout_s=240)
+    assert done.status is None, done.reason
+    graphs = compiled_graphs(cache)
+    # each timed workload compiles plainly and under the trials' deterministic mode; each size
+    # checked for correctness only under that mode
+    assert len(graphs) >= 2, graphs
+    verdict = check(frozen_rmsnorm, Path(ref.path), cache_dir=cache, samples=3, timeout_s=240)
+    assert verdict.passed, verdict.reason
+    assert compiled_graphs(cache) == graphs  # every graph the check needed was there
+
+
+def test_a_precompile_reports_a_broken_candidate_without_judging(frozen_rmsnorm, tmp_path):
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "kernel.py").write_text("raise RuntimeError('no kernel here')\n")
+    done = precompile(frozen_rmsnorm, broken, cache_dir=tmp_path / "cache", timeout_s=60)
+    assert done.status is Status.COMPILE_ERROR and "no kernel here" in done.reason
+
+
+def test_jobs_follow_the_cores_unless_set(monkeypatch):
+    monkeypatch.delenv(JOBS_VAR, raising=False)
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    assert precompile_jobs() == 0  # a 2-core machine: the checks compile as they go
+    monkeypatch.setattr("os.cpu_count", lambda: 16)
+    assert precompile_jobs() == 4
+    monkeypatch.setenv(JOBS_VAR, "2")
+    assert precompile_jobs() == 2
+
+
+@pytest.mark.slow
+def test_the_evaluator_precompiles_into_the_cache_its_check_uses(
+    prefect_api, frozen_rmsnorm, tmp_path, monkeypatch
+):
+    monkeypatch.setenv(JOBS_VAR, "2")
+    work = tmp_path / "work"
+    refs = [
+        compile_ref(frozen_rmsnorm, work, mode)
+        for mode in ("torch-compile-default", "torch-compile-coordinate-descent")
+    ]
+    store = LaneStore(tmp_path / "discover")
+    lines: list[str] = []
+    evaluator = Evaluator(frozen_rmsnorm, store, {}, 240, samples=3, log=lines.append)
+    deadline = Deadline(600)
+    evaluator.precompile(refs, deadline)
+    done = sorted(line.split(" in ")[0] for line in lines if line.startswith("precompiled"))
+    assert done == sorted(f"precompiled {r.name}" for r in refs), lines
+    caches = sorted((evaluator.shared / "compile-cache").iterdir())
+    assert len(caches) == 2
+    before = {c.name: compiled_graphs(c) for c in caches}
+    assert all(before.values()), before
+    result = evaluator.check(refs[0], deadline)
+    assert result.verdict.passed, result.verdict.reason
+    assert {c.name: compiled_graphs(c) for c in caches} == before
+    lines.clear()
+    third = compile_ref(frozen_rmsnorm, work, "torch-compile-max-autotune")
+    evaluator.precompile([*refs, third], deadline)  # the one checked is not compiled again
+    done = sorted(line.split(" in ")[0] for line in lines if line.startswith("precompiled"))
+    assert done == sorted(f"precompiled {r.name}" for r in (refs[1], third)), lines
