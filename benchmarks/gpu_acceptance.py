@@ -95,6 +95,15 @@ def phase_seconds(run_dir: Path) -> dict[str, float]:
     return {a[1]: round((b[0] - a[0]).total_seconds(), 1) for a, b in zip(stamps, stamps[1:])}
 
 
+def precompile_lines(run_dir: Path) -> list[str]:
+    """Discover's precompile log lines (how many at once, each candidate's seconds)."""
+    try:
+        log = (run_dir / "discover" / "lane.log").read_text(errors="replace")
+    except OSError:
+        return []
+    return [line for line in log.splitlines() if "precompil" in line]
+
+
 def _median(lists) -> float | None:
     values = [x for xs in lists for x in (xs or [])]
     return statistics.median(values) if values else None
@@ -301,6 +310,7 @@ def main(argv: list[str]) -> int:
             "exit": rc,
             "wall_s": wall,
             "phases_s": phase_seconds(run_dir),
+            "precompile": precompile_lines(run_dir),
             "winner": winner["name"] if winner else None,
             "winner_speedup": winner["speedup"] if winner else None,
             "winner_ms": win_row["harness_ms"] if win_row else None,
