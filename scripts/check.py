@@ -42,6 +42,7 @@ def check(
     warmup: int | None = None,
     side_by_side: bool = True,
     cache_dir: Path | None = None,
+    baseline_cache_dir: Path | None = None,
     warm: bool = True,
 ) -> Verdict:
     """Check and time `candidate` (a file or directory in the op's format) against `task_dir`.
@@ -52,7 +53,8 @@ def check(
     (a temporary directory, removed afterwards, when None). With `side_by_side` (the default)
     the frozen baseline is timed again in this check, just before the candidate, and the
     speedup is the ratio of the two. `cache_dir` holds the compilers' caches of this candidate
-    (only ever give one candidate's source the same directory); `warm=False` starts fresh
+    (only ever give one candidate's source the same directory); `baseline_cache_dir` those of
+    the frozen baseline's run beside it (one per frozen task); `warm=False` starts fresh
     interpreters instead of forking warm ones."""
     task_dir, candidate = Path(task_dir), Path(candidate)
     if not task_dir.is_dir():
@@ -72,6 +74,7 @@ def check(
         warmup=warmup,
         side_by_side=side_by_side,
         cache_dir=str(Path(cache_dir).resolve()) if cache_dir else None,
+        baseline_cache_dir=str(Path(baseline_cache_dir).resolve()) if baseline_cache_dir else None,
     )
     return _run_judge(request, device_env, workdir, warm)
 

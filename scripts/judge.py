@@ -259,7 +259,9 @@ class Judge:
         env = self.req.candidate_env if candidate else {}
         child = sandbox.Child(
             [sys.executable, "-m", "scripts.child", str(scratch / "child.json")],
-            env=child_env(scratch, env, self.req.cache_dir if candidate else None),
+            env=child_env(
+                scratch, env, self.req.cache_dir if candidate else self.req.baseline_cache_dir
+            ),
             cwd=scratch / "work",
             log_path=scratch / "output.log",
             timeout_s=self.req.timeout_s,

@@ -36,6 +36,9 @@ class JudgeRequest(BaseModel):
     # then the ratio of two runs under the same conditions, not of runs hours apart.
     side_by_side: bool = True
     cache_dir: str | None = None  # the compilers' caches for this candidate (see judge)
+    # ... and for the frozen baseline's run beside it, kept across a run's checks (its sources
+    # never change): without it, a CUDA or Triton baseline is built again in every check.
+    baseline_cache_dir: str | None = None
     # Only the calls that compile (each workload's first calls, `Runner.first_calls`), to fill
     # `cache_dir` ahead of the check: nothing timed, nothing judged; the answer is `Precompiled`.
     precompile: bool = False

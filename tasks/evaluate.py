@@ -10,7 +10,8 @@ Within one run directory, a candidate is checked once: a verdict is kept under
 `checked/<identity>.json`, keyed by the candidate's sources, its environment, the check's
 settings and the frozen task, and Discover and every lane that meet the same candidate reuse
 it. Each identity also gets its own compiler cache (`compile-cache/<identity>/`), never shared
-with another candidate's source. A failure of the harness itself (HARNESS_ERROR) is checked
+with another candidate's source; the frozen baseline's run beside each check has one of its own
+(`compile-cache/baseline-<manifest hash>/`), so a CUDA or Triton baseline is built once a run. A failure of the harness itself (HARNESS_ERROR) is checked
 once more with fresh interpreters, and is never kept for reuse.
 
 A caller that knows several candidates ahead (Discover) may `precompile` them first: their
@@ -47,6 +48,7 @@ def evaluate(
     samples: int | None,
     workdir: str,
     cache_dir: str | None = None,
+    baseline_cache_dir: str | None = None,
 ) -> CandidateResult:
     from scripts.check import check
     from scripts.verdict import Status
@@ -61,6 +63,7 @@ def evaluate(
             samples=samples,
             workdir=Path(workdir) / ("warm" if warm else "fresh"),
             cache_dir=Path(cache_dir) if cache_dir else None,
+            baseline_cache_dir=Path(baseline_cache_dir) if baseline_cache_dir else None,
             warm=warm,
         )
 
@@ -169,6 +172,11 @@ class Evaluator:
     def _key(self, ref: CandidateRef) -> str:
         return identity(Path(self.task_dir), ref, self.samples, self.check_timeout_s)
 
+    def _baseline_key(self) -> str:
+        """The frozen baseline's cache, beside every check of this task: by its manifest."""
+        manifest = (Path(self.task_dir) / "MANIFEST.json").read_bytes()
+        return "baseline-" + hashlib.sha256(manifest).hexdigest()[:16]
+
     def _kept(self, key: str) -> Path:
         return self.shared / "checked" / f"{key}.json"
 
@@ -198,6 +206,7 @@ class Evaluator:
                 self.samples,
                 str(self.store.check_dir(_dir_name(ref.name))),
                 str(self._cache_dir(key)),
+                str(self._cache_dir(self._baseline_key())),
             )
             if result.verdict.status.value != "HARNESS_ERROR":
                 write_json(kept, result)

@@ -1,7 +1,9 @@
-"""Precompiling: Discover's candidates compile side by side before any check, and each check
-then finds its compiler cache full (Inductor's FX graph cache here, on the CPU) and compiles
-nothing of its own."""
+"""Compiler caches: Discover's candidates compile side by side before any check (precompiling),
+and each check then finds its cache full (Inductor's FX graph cache here, on the CPU) and
+compiles nothing of its own; the frozen baseline's run beside each check keeps a cache of its
+own across checks."""
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ from tasks.backends import torch_compile
 from tasks.backends.base import BuildContext
 from tasks.evaluate import JOBS_VAR, Evaluator, precompile_jobs
 from tasks.run_store import LaneStore
+from tests.conftest import EXAMPLES
 
 
 def compiled_graphs(cache: Path) -> set[str]:
@@ -88,3 +91,31 @@ def test_the_evaluator_precompiles_into_the_cache_its_check_uses(
     evaluator.precompile([*refs, third], deadline)  # the one checked is not compiled again
     done = sorted(line.split(" in ")[0] for line in lines if line.startswith("precompiled"))
     assert done == sorted(f"precompiled {r.name}" for r in (refs[1], third)), lines
+
+
+@pytest.mark.slow
+def test_a_compiled_baseline_is_built_once_for_the_checks_beside_it(tmp_path):
+    from scripts.freeze import freeze
+
+    op = tmp_path / "op"
+    shutil.copytree(EXAMPLES / "rmsnorm_torch", op)
+    kernel = op / "kernel.py"
+    kernel.write_text(kernel.read_text() + "\n\nrmsnorm = torch.compile(rmsnorm, dynamic=False)\n")
+    task = freeze(op, tmp_path / "task")
+    candidate = EXAMPLES / "rmsnorm_torch"  # eager: only the baseline compiles
+    base_cache = tmp_path / "baseline-cache"
+    for n in range(2):
+        verdict = check(
+            task,
+            candidate,
+            samples=3,
+            timeout_s=240,
+            cache_dir=tmp_path / f"candidate-{n}",
+            baseline_cache_dir=base_cache,
+        )
+        assert verdict.passed, verdict.reason
+        assert verdict.workloads[0].baseline_timing is not None  # it ran beside the candidate
+        if n == 0:
+            graphs = compiled_graphs(base_cache)
+            assert graphs, "the baseline's run beside the candidate compiled into its cache"
+        assert compiled_graphs(base_cache) == graphs  # the second check compiled nothing new
