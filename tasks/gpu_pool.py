@@ -11,8 +11,14 @@ with HIP_VISIBLE_DEVICES=0 and CUDA_VISIBLE_DEVICES=0 on ROCm, because HIP index
 the ROCR-visible set. Hosts without GPUs get CPU slots (`cpu0`, `cpu1`, ...), so the same code
 runs every bake-off on a laptop or in CI.
 
+Every lease given back is appended to the lock directory's journal (`leases.jsonl`: device,
+label, host, pid, start, end), so who held which device when can be read afterwards, across
+bake-offs (`overlapping` finds two holders of one device at once; a holder killed before it
+gave its device back leaves no line).
+
     python -m tasks.gpu_pool status            # who holds which device on this host
     python -m tasks.gpu_pool hold 0            # keep device 0 for yourself until Ctrl-C
+    python -m tasks.gpu_pool leases            # the journal: leases given back, oldest first
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from scripts.errors import BadInput
 from tasks.results import Lease, PoolConfig
 
 MAX_DEFAULT_CPU_SLOTS = 8
+JOURNAL = "leases.jsonl"
 
 
 @dataclass(frozen=True)
@@ -216,9 +223,35 @@ class DevicePool:
             yield lease
         finally:
             lease.end = _now()
+            self._journal(label, lease)  # before the unlock: the next holder's start is later
             os.ftruncate(fd, 0)
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
+
+    def _journal(self, label: str, lease: Lease) -> None:
+        record = {"label": label, **lease.model_dump(mode="json", exclude={"env"})}
+        try:  # one write of one line with O_APPEND: lines of concurrent writers never mix
+            fd = os.open(self.lock_dir / JOURNAL, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+            try:
+                os.write(fd, (json.dumps(record) + "\n").encode())
+            finally:
+                os.close(fd)
+        except OSError:
+            pass  # the journal is a record, never a reason to keep a device
+
+    def leases(self) -> list[dict]:
+        """The journal's records, oldest first (lines a reader cannot parse are skipped)."""
+        try:
+            lines = (self.lock_dir / JOURNAL).read_text().splitlines()
+        except OSError:
+            return []
+        out = []
+        for line in lines:
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+        return sorted(out, key=lambda r: r["start"])
 
     def holders(self) -> dict[str, dict | None]:
         """Device -> holder record for held devices, None for free ones (probes without waiting)."""
@@ -238,12 +271,32 @@ class DevicePool:
         return out
 
 
+def overlapping(records: list[dict]) -> list[tuple[dict, dict]]:
+    """Pairs of journal records that held one device of one host at the same time."""
+    by_device: dict[tuple[str, str], list[dict]] = {}
+    for r in records:
+        by_device.setdefault((r["host"], r["device"]), []).append(r)
+    pairs = []
+    for held in by_device.values():
+        held.sort(key=lambda r: r["start"])
+        latest = None  # the record ending last among those started so far
+        for r in held:
+            if latest and datetime.fromisoformat(r["start"]) < datetime.fromisoformat(
+                latest["end"]
+            ):
+                pairs.append((latest, r))
+            if latest is None or r["end"] > latest["end"]:
+                latest = r
+    return pairs
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tasks.gpu_pool", description=__doc__)
     parser.add_argument("--lock-dir", help="lock directory (default $BAKEOFF_LOCK_DIR)")
     parser.add_argument("--cpu-slots", type=int, help="CPU slots on a host without GPUs")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("status", help="show which device is held by whom")
+    sub.add_parser("leases", help="the journal of leases given back, oldest first")
     hold = sub.add_parser("hold", help="hold a device until interrupted (or --seconds)")
     hold.add_argument("device", nargs="?", help="device id (default: any free one)")
     hold.add_argument("--seconds", type=float, help="release after this long")
@@ -259,6 +312,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "status":
         for device, holder in pool.holders().items():
             print(f"{device:<8} {'free' if holder is None else json.dumps(holder)}")
+        return 0
+    if args.command == "leases":
+        for r in pool.leases():
+            print(f"{r['host']} {r['device']:<8} {r['start']} -> {r['end']}  {r['label']}")
         return 0
     with pool.lease(f"manual hold by pid {os.getpid()}") as lease:
         print(f"holding {lease.device}", flush=True)

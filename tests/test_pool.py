@@ -11,7 +11,14 @@ import time
 import pytest
 
 from scripts.errors import BadInput
-from tasks.gpu_pool import DevicePool, Devices, cpu_slot_count, resolve, visible_ids
+from tasks.gpu_pool import (
+    DevicePool,
+    Devices,
+    cpu_slot_count,
+    overlapping,
+    resolve,
+    visible_ids,
+)
 from tasks.results import PoolConfig
 
 from .conftest import ROOT
@@ -127,3 +134,28 @@ def test_killed_holder_gives_its_device_back(tmp_path):
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_the_journal_records_every_lease_given_back_and_finds_overlaps(tmp_path):
+    pool = cpu_pool(tmp_path, n=2)
+
+    def lane(name):
+        with pool.lease(name):
+            time.sleep(0.05)
+
+    threads = [threading.Thread(target=lane, args=(f"lane{i}",)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    records = pool.leases()
+    assert sorted(r["label"] for r in records) == [f"lane{i}" for i in range(6)]
+    assert {r["device"] for r in records} == {"cpu0", "cpu1"}
+    assert overlapping(records) == []  # six lanes, two devices: never two on one at once
+
+    def at(second: int) -> str:
+        return f"2026-12-02T12:00:0{second}+00:00"
+
+    a, b, c = (dict(records[0], start=at(s), end=at(e)) for s, e in [(1, 5), (2, 3), (4, 6)])
+    found = {(x["start"], y["start"]) for x, y in overlapping([a, b, c])}
+    assert found == {(at(1), at(2)), (at(1), at(4))}  # c overlaps a, which ends after b does
