@@ -56,13 +56,7 @@ def check(
     (only ever give one candidate's source the same directory); `baseline_cache_dir` those of
     the frozen baseline's run beside it (one per frozen task); `warm=False` starts fresh
     interpreters instead of forking warm ones."""
-    task_dir, candidate = Path(task_dir), Path(candidate)
-    if not task_dir.is_dir():
-        raise BadInput(str(task_dir), "task directory does not exist")
-    manifest.verify(task_dir)
-    _same_as_first_seen(task_dir)
-    if not candidate.exists():
-        raise BadInput(str(candidate), "candidate does not exist")
+    task_dir, candidate = _usable(task_dir, candidate)
     request = _request(
         task_dir,
         str(candidate.resolve()),
@@ -95,9 +89,7 @@ def precompile(
     the host's work), never beside a check: a check wants the device to itself. Whatever
     happens is only advice (a failure of the harness reads HARNESS_ERROR): the check that
     follows judges the candidate from scratch."""
-    task_dir, candidate = Path(task_dir), Path(candidate)
-    manifest.verify(task_dir)
-    _same_as_first_seen(task_dir)
+    task_dir, candidate = _usable(task_dir, candidate)
     request = _request(
         task_dir,
         str(candidate.resolve()),
@@ -108,6 +100,19 @@ def precompile(
         precompile=True,
     )
     return _run_judge(request, device_env, workdir)
+
+
+def _usable(task_dir: Path, candidate: Path) -> tuple[Path, Path]:
+    """The frozen task, verified and unchanged since this process first used it, and the
+    candidate, which must exist; BadInput otherwise."""
+    task_dir, candidate = Path(task_dir), Path(candidate)
+    if not task_dir.is_dir():
+        raise BadInput(str(task_dir), "task directory does not exist")
+    manifest.verify(task_dir)
+    _same_as_first_seen(task_dir)
+    if not candidate.exists():
+        raise BadInput(str(candidate), "candidate does not exist")
+    return task_dir, candidate
 
 
 def judge_baseline(staging: Path, *, timeout_s: float = 300.0, **options) -> Verdict:
