@@ -11,8 +11,9 @@ Within one run directory, a candidate is checked once: a verdict is kept under
 settings and the frozen task, and Discover and every lane that meet the same candidate reuse
 it. Each identity also gets its own compiler cache (`compile-cache/<identity>/`), never shared
 with another candidate's source; the frozen baseline's run beside each check has one of its own
-(`compile-cache/baseline-<manifest hash>/`), so a CUDA or Triton baseline is built once a run. A failure of the harness itself (HARNESS_ERROR) is checked
-once more with fresh interpreters, and is never kept for reuse.
+(`compile-cache/baseline-<manifest hash>/`), so a CUDA or Triton baseline is built once a run.
+A failure of the harness itself (HARNESS_ERROR) is checked once more with fresh interpreters,
+and is never kept for reuse.
 
 A caller that knows several candidates ahead (Discover) may `precompile` them first: their
 compiles run side by side (`precompile_jobs()` at once, on the device the caller holds, before
@@ -34,6 +35,7 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NONE
 
+from scripts.errors import BadInput
 from tasks.agents import Deadline, DeadlineExceeded
 from tasks.models import CandidateRef, CandidateResult
 from tasks.run_store import LaneStore, code_version, write_json
@@ -98,9 +100,13 @@ def precompile_jobs() -> int:
     """Precompiles at once: BAKEOFF_PRECOMPILE_JOBS, else one per CORES_PER_JOB cores, at most
     4 (a 16-core H200 host: 4). Under 2 precompiling gains nothing over the checks' own
     compiles, and none runs (a 2-core machine)."""
-    given = os.environ.get(JOBS_VAR)
+    given = os.environ.get(JOBS_VAR, "").strip()
     if given:
-        return max(0, int(given))
+        if not given.isdigit():
+            raise BadInput(
+                JOBS_VAR, f"must be a whole number of precompiles at once, got {given!r}"
+            )
+        return int(given)
     return min(4, (os.cpu_count() or 1) // CORES_PER_JOB)
 
 

@@ -101,9 +101,11 @@ def validate(req: BakeoffRequest) -> BakeoffRequest:
     if not Path(req.kernel_path).exists():
         raise BadInput(req.kernel_path, "no such file or directory")
     if req.dispatch == "local":
+        from tasks.evaluate import precompile_jobs
         from tasks.gpu_pool import resolve
 
         resolve(req.pool)  # raises for ids that do not exist here
+        precompile_jobs()  # raises for a BAKEOFF_PRECOMPILE_JOBS that is not a number
     return req.model_copy(update={"mode": mode, "backends": backends, "target_language": target})
 
 

@@ -43,6 +43,14 @@ def test_bad_input_is_one_line_before_anything_starts(args, message, tmp_path, e
     assert time.monotonic() - started < 20  # refused before a Prefect server was started
 
 
+def test_a_bad_precompile_setting_is_one_line_before_anything_starts(tmp_path, env):
+    env = {**env, "BAKEOFF_PRECOMPILE_JOBS": "four"}
+    proc = run_cli("run", KERNEL, "--runs-root", str(tmp_path / "runs"), env=env)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("bakeoff run: error: BAKEOFF_PRECOMPILE_JOBS: must be a whole")
+    assert proc.stderr.count("\n") == 1 and not (tmp_path / "runs").exists()
+
+
 def test_kernel_that_does_not_freeze_is_refused(tmp_path, env):
     op = tmp_path / "broken_op"
     op.mkdir()

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from scripts.check import check, precompile
+from scripts.errors import BadInput
 from scripts.verdict import Status
 from tasks.agents import Deadline
 from tasks.backends import torch_compile
@@ -60,6 +61,9 @@ def test_jobs_follow_the_cores_unless_set(monkeypatch):
     assert precompile_jobs() == 4
     monkeypatch.setenv(JOBS_VAR, "2")
     assert precompile_jobs() == 2
+    monkeypatch.setenv(JOBS_VAR, "four")
+    with pytest.raises(BadInput, match="whole number"):
+        precompile_jobs()
 
 
 @pytest.mark.slow
