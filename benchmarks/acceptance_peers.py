@@ -2,7 +2,7 @@
 or a plain loop for ncu to read.
 
     python3 -m benchmarks.acceptance_peers TASK_DIR [NAME=CANDIDATE[@CACHE_DIR] ...]
-    python3 -m benchmarks.acceptance_peers TASK_DIR --loop N [NAME=CANDIDATE]
+    python3 -m benchmarks.acceptance_peers TASK_DIR --loop N [--dirty] [NAME=CANDIDATE]
 
 Each candidate (`baseline` for the frozen baseline) is loaded through its format's
 `load_callable`, the path the harness's candidate process takes, on the first workload's
@@ -10,7 +10,10 @@ inputs, and called under `torch.no_grad()` as there. With `@CACHE_DIR`, the comp
 caches the harness filled for that candidate (compile-cache/<identity>/ in the run directory),
 so the same compiled code is timed without compiling again. Prints one JSON line per candidate:
 {"peer", "do_bench_ms", "load_s"}. With `--loop N`, calls the candidate N times with a
-synchronise after each (for `ncu --clock-control none` to time its kernels) and prints nothing.
+synchronise after each (for `ncu --clock-control none` to time its kernels) and prints nothing;
+`--dirty` writes a 256 MB buffer before each call, as do_bench and the harness flush, so the
+kernel starts on an L2 full of dirty lines (run that under `ncu --cache-control none`: ncu's
+own flush would invalidate them).
 Needs a GPU; used by benchmarks/gpu_acceptance.py.
 """
 
@@ -60,9 +63,11 @@ def main(argv: list[str]) -> int:
 
     task = Path(argv[0])
     rest = argv[1:]
-    loops = 0
+    loops, dirty = 0, None
     if rest[:1] == ["--loop"]:
         loops, rest = int(rest[1]), rest[2:]
+    if rest[:1] == ["--dirty"]:
+        dirty, rest = torch.empty(256 << 20, dtype=torch.uint8, device="cuda"), rest[1:]
     torch.set_grad_enabled(False)
     for item in rest or ["baseline=baseline"]:
         name, path, cache = parse(item)
@@ -74,6 +79,8 @@ def main(argv: list[str]) -> int:
         load_s = time.perf_counter() - t0
         if loops:
             for _ in range(loops):
+                if dirty is not None:
+                    dirty.zero_()
                 fn(*args)
                 torch.cuda.synchronize()
             continue
