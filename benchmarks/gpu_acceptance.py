@@ -132,6 +132,7 @@ def checked(run_dir: Path) -> list[dict]:
                 "gate_flushes": _median(w["timing"].get("gate_flushes") for w in timed[:1]),
                 "gate_excess_ms": _median(w["timing"].get("gate_excess_ms") for w in timed[:1]),
                 "settle_ms": _median(w["timing"].get("settle_ms") for w in timed[:1]),
+                "round_trips": round_trips(timed[:1]),
                 "beside_ms": (timed[0].get("baseline_ms") if timed else None),
                 "frozen_ms": (timed[0].get("frozen_baseline_ms") if timed else None),
                 "speedup": v.get("speedup"),
@@ -141,6 +142,35 @@ def checked(run_dir: Path) -> list[dict]:
             }
         )
     return rows
+
+
+ROUND_TRIP_FIELDS = ("samples_ms", "settle_ms", "tail_ms", "idle_tail_ms", "wait_ms")
+
+
+def round_trips(workloads: list[dict]) -> dict:
+    """The first timed workload's per-sample settle inputs, the candidate's and the beside
+    baseline's: what a different settle rule would have charged can be worked out from them."""
+    if not workloads:
+        return {}
+    w = workloads[0]
+    both = {"candidate": w.get("timing") or {}, "baseline": w.get("baseline_timing") or {}}
+    return {who: {k: t.get(k) for k in ROUND_TRIP_FIELDS} for who, t in both.items() if t}
+
+
+def corpus_round_trips(where: Path) -> dict:
+    """The side-stream pair's round trips, per workload, from the corpus's kept verdicts."""
+    found = {}
+    for path in sorted(where.glob("*.json")):
+        v = json.loads(path.read_text())
+        found[path.stem] = {
+            "status": v["status"],
+            "workloads": {
+                w["workload"]: {k: (w.get("timing") or {}).get(k) for k in ROUND_TRIP_FIELDS}
+                for w in v.get("workloads") or []
+                if w.get("timing")
+            },
+        }
+    return found
 
 
 def peers(task: Path, rows: list[dict], timeout: float) -> dict[str, float]:
@@ -279,7 +309,9 @@ def main(argv: list[str]) -> int:
     if not args.skip_corpus:
         argv = [sys.executable, "-m", "pytest", "-q", "-x", "tests/test_check_gpu.py"]
         argv += ["-k", "gpu_only or unjoined", "-p", "no:cacheprovider"]
+        os.environ["BAKEOFF_GPU_VERDICTS"] = str(out / "corpus_verdicts")
         corpus_rc, corpus_out, _ = sh(argv, min(200.0, left()))
+        os.environ.pop("BAKEOFF_GPU_VERDICTS")
         (out / "corpus.log").write_text(corpus_out)
     corpus_tail = corpus_out.strip().splitlines()[-1:] if corpus_out else []
     if corpus_tail:
@@ -347,6 +379,10 @@ def main(argv: list[str]) -> int:
         rows, problems, twice, ncu_ms, single, corpus_rc, corpus_tail = merged(
             args.commit, rows, problems, twice, ncu_ms, single, corpus_rc, corpus_tail
         )
+    side_streams = corpus_round_trips(out / "corpus_verdicts")
+    if args.merge and not side_streams and RESULT.is_file():
+        old = json.loads(RESULT.read_text())
+        side_streams = old.get("side_streams", {}) if old.get("commit") == args.commit else {}
     aims = judge(rows, problems, twice, single, ncu_ms, corpus_rc)
     record = {
         "commit": args.commit,
@@ -358,6 +394,7 @@ def main(argv: list[str]) -> int:
         "ncu": {"candidate": f"{p}/{cand}", "kernel_ms": ncu_ms, "dirty_l2_kernel_ms": ncu_dirty},
         "corpus": corpus_tail,
         "corpus_rc": corpus_rc,
+        "side_streams": side_streams,
         "seconds": time.monotonic() - start,
     }
     text = json.dumps(record, indent=1, default=str)

@@ -330,6 +330,7 @@ class Runner:
             result, ms, host_ms = self.run(self.clock.time, self.fn, args, self.flush)
             self.spent_ns -= self.clock.before_ns  # the flush is the harness's time
             tails.append(self.clock.tail_ms)
+            record.wait_ms.append(self.clock.wait_ms)
             record.host_gap_ms.append(self.clock.host_gap_ms)
             record.host_call_ms.append(self.clock.host_call_ms)
             record.gate_flushes.append(self.clock.gate)
@@ -358,6 +359,7 @@ class Runner:
             record.host_ms.append(host_ms)
         settled = timing.settle(record.samples_ms, tails, idle_tails)
         record.settle_ms = [s - r for s, r in zip(settled, record.samples_ms)]
+        record.tail_ms, record.idle_tail_ms = tails, idle_tails
         record.samples_ms = settled
         record.wall_calls = timing.wall_calls(record.samples_ms, record.host_ms)
         args = self.inputs(wl, seeds.wall_seed)

@@ -107,6 +107,11 @@ class ChildWorkload(BaseModel):
     gate_excess_ms: list[float] = Field(default_factory=list)  # charged to the sample
     # added by timing.settle: how much later than an idle round trip all streams were done
     settle_ms: list[float] = Field(default_factory=list)
+    # what `settle` was given, per sample (diagnostics): the end-of-sample round trip, the idle
+    # one after it, and how long the host waited in the sample's synchronise
+    tail_ms: list[float | None] = Field(default_factory=list)
+    idle_tail_ms: list[float | None] = Field(default_factory=list)
+    wait_ms: list[float] = Field(default_factory=list)
     host_bound: int = 0  # samples whose start event fired before the call was queued
     wall_calls: int = 0
     candidate_s: float = 0.0  # time spent inside the candidate's calls

@@ -52,6 +52,10 @@ class Timing(BaseModel):
     # Per sample: what the end-of-sample round trip took beyond an idle one, added to the
     # sample (work left running on another stream; host jitter in that round trip too).
     settle_ms: list[float] = Field(default_factory=list)
+    # What that charge was made from, per sample: the round trip, the idle one, the host's wait.
+    tail_ms: list[float | None] = Field(default_factory=list)
+    idle_tail_ms: list[float | None] = Field(default_factory=list)
+    wait_ms: list[float] = Field(default_factory=list)
 
 
 class WorkloadVerdict(BaseModel):

@@ -4,6 +4,7 @@ Run on a CUDA or ROCm machine with `python -m pytest -q -m gpu tests/`; skipped 
 """
 
 import math
+import os
 import shutil
 from functools import partial
 from pathlib import Path
@@ -62,6 +63,15 @@ def describe(verdict) -> str:
     return "; ".join(rows)
 
 
+def keep_verdict(name: str, verdict) -> None:
+    """Into $BAKEOFF_GPU_VERDICTS when set: the GPU acceptance keeps the side-stream pair's
+    per-sample round trips, to weigh a settle rule against the hidden work it must charge."""
+    where = os.environ.get("BAKEOFF_GPU_VERDICTS")
+    if where:
+        Path(where).mkdir(parents=True, exist_ok=True)
+        (Path(where) / f"{name}.json").write_text(verdict.model_dump_json())
+
+
 @pytest.mark.parametrize("path", corpus("gpu"), ids=lambda p: p.stem)
 def test_gpu_only_cases(path, task):
     verdict = check(task, path, **OPTIONS)
@@ -71,9 +81,11 @@ def test_gpu_only_cases(path, task):
 def test_unjoined_side_stream_gains_nothing(task):
     gpu = ROOT / "tests/corpus/gpu"
     hidden = check(task, gpu / "side_stream_unjoined.py", **OPTIONS)
+    keep_verdict("side_stream_unjoined", hidden)
     if hidden.status is Status.FLAGGED:
         return
     joined = check(task, gpu / "side_stream_joined.py", **OPTIONS)
+    keep_verdict("side_stream_joined", joined)
     assert joined.status is Status.PASSED, describe(joined)
     for h, j in zip(hidden.workloads, joined.workloads):
         if h.timing is None:  # a correctness-only size (scripts/sizes.py): nothing timed
