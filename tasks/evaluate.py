@@ -93,13 +93,13 @@ def identity(task_dir: Path, ref: CandidateRef, samples: int | None, timeout_s: 
 
 
 JOBS_VAR = "BAKEOFF_PRECOMPILE_JOBS"
-CORES_PER_JOB = 4  # a compile's own worker threads (Inductor compiles kernels in parallel)
 
 
 def precompile_jobs() -> int:
-    """Precompiles at once: BAKEOFF_PRECOMPILE_JOBS, else one per CORES_PER_JOB cores, at most
-    4 (a 16-core H200 host: 4). Under 2 precompiling gains nothing over the checks' own
-    compiles, and none runs (a 2-core machine)."""
+    """Precompiles at once: BAKEOFF_PRECOMPILE_JOBS, else none (under 2, none runs). Off by
+    default because it did not pay on the H200 (0c4df87, docs/harness.md): four at once took
+    32-36 s for Discover's three torch.compile candidates, and LayerNorm's checks after it
+    still took 24-28 s each; its Discover took 123 s against 90 s without."""
     given = os.environ.get(JOBS_VAR, "").strip()
     if given:
         if not given.isdigit():
@@ -107,7 +107,7 @@ def precompile_jobs() -> int:
                 JOBS_VAR, f"must be a whole number of precompiles at once, got {given!r}"
             )
         return int(given)
-    return min(4, (os.cpu_count() or 1) // CORES_PER_JOB)
+    return 0
 
 
 def _dir_name(name: str) -> str:
