@@ -144,15 +144,7 @@ def checked(run_dir: Path) -> list[dict]:
     return rows
 
 
-ROUND_TRIP_FIELDS = (
-    "samples_ms",
-    "settle_ms",
-    "tail_ms",
-    "idle_tail_ms",
-    "drain_ms",
-    "idle_drain_ms",
-    "wait_ms",
-)
+ROUND_TRIP_FIELDS = ("samples_ms", "settle_ms", "tail_ms", "idle_tail_ms", "wait_ms")
 
 
 def round_trips(workloads: list[dict]) -> dict:

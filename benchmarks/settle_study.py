@@ -90,15 +90,13 @@ def study(clock, flush, fn, args, spin: Spin, waits: list[float], samples: int) 
     `settled_clock_ms` (`timing.settle` over the clock's own tails)."""
     from scripts import timing
 
-    raw, tails, matched, short, drains, idle_drains = [], [], [], [], [], []
+    raw, tails, matched, short = [], [], [], []
     by_wait = {w: [] for w in waits}
     for _ in range(samples):
         _, ms, _ = clock._sample(fn, args, flush)
         raw.append(ms - clock.gate_excess_ms)
         tails.append(clock.tail_ms)
-        drains.append(clock.drain_ms)
         short.append(clock.idle_tail())
-        idle_drains.append(clock.idle_drain_ms)
         matched.append(spin.tail(clock.gate_run_ms + raw[-1]))
         for w in waits:
             by_wait[w].append(spin.tail(w))
@@ -113,7 +111,7 @@ def study(clock, flush, fn, args, spin: Spin, waits: list[float], samples: int) 
         "matched_tail_ms": med(matched),
         "settled_short_ms": med(r + max(0.0, t - idle) for r, t in zip(raw, tails)),
         "settled_matched_ms": med(r + max(0.0, t - m) for r, t, m in zip(raw, tails, matched)),
-        "settled_clock_ms": med(timing.settle(raw, tails, short, drains, idle_drains)),
+        "settled_clock_ms": med(timing.settle(raw, tails, short)),
     }
 
 

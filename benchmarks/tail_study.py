@@ -74,9 +74,7 @@ def study(clock, flush, fn, args, samples: int) -> list[dict]:
                 "raw_ms": ms - clock.gate_excess_ms,
                 "wait_ms": clock.wait_ms,
                 "tail_ms": clock.tail_ms,
-                "drain_ms": clock.drain_ms,
                 "idle_spin_ms": clock.idle_tail(),
-                "idle_drain_ms": clock.idle_drain_ms,
                 "idle_flush_ms": flush_tail(clock, flush),
             }
         )
@@ -89,13 +87,10 @@ def summary(rows: list[dict]) -> dict:
     med = statistics.median
     raw = [r["raw_ms"] for r in rows]
     tails = [r["tail_ms"] for r in rows]
-    drains = [r.get("drain_ms") for r in rows]  # absent from records made before 0c4df87
-    idle_drains = [r.get("idle_drain_ms") for r in rows]
     out = {k: med(r[k] for r in rows) for k in rows[0]}
     for ref in ("idle_spin_ms", "idle_flush_ms"):
         idle = [r[ref] for r in rows]
-        settled = timing.settle(raw, tails, idle, drains, idle_drains)
-        out[f"settled_vs_{ref[:-3]}"] = med(settled)
+        out[f"settled_vs_{ref[:-3]}"] = med(timing.settle(raw, tails, idle))
     return out
 
 

@@ -61,7 +61,7 @@ class Guard:
     TORCH = ("save", "equal", "randn", "empty", "use_deterministic_algorithms")
     TENSOR = ("clone", "detach", "cpu", "copy_", "to", "reshape", "contiguous", "view", "fill_")
     CUDA = ("synchronize", "Event", "current_stream", "_sleep")
-    EVENT = ("record", "elapsed_time", "synchronize", "query")
+    EVENT = ("record", "elapsed_time", "synchronize")
 
     def __init__(self, device: str):
         items = [(f"time.{n}", time, n) for n in self.TIME]
@@ -322,7 +322,7 @@ class Runner:
         self.clock.calibrate(self.flush, self.run(self.host_cost_ms, args, counted=False))
         projectors = None
         slots: list[list] = []  # input buffers reused in turn, refilled with fresh values
-        tails, idle_tails, drains, idle_drains = [], [], [], []
+        tails, idle_tails = [], []
         for k, seed in enumerate(seeds.sample_seeds):
             what = f"timed call {k + 1}"
             args = self.refill(slots, k, self.inputs(wl, seed))
@@ -330,7 +330,6 @@ class Runner:
             result, ms, host_ms = self.run(self.clock.time, self.fn, args, self.flush)
             self.spent_ns -= self.clock.before_ns  # the flush is the harness's time
             tails.append(self.clock.tail_ms)
-            drains.append(self.clock.drain_ms)
             record.wait_ms.append(self.clock.wait_ms)
             record.host_gap_ms.append(self.clock.host_gap_ms)
             record.host_call_ms.append(self.clock.host_call_ms)
@@ -342,7 +341,6 @@ class Runner:
             record.host_bound += int(self.clock.early)
             record.sm_clock_mhz.append(self.sm_clock())
             idle_tails.append(self.clock.idle_tail())
-            idle_drains.append(self.clock.idle_drain_ms)
             outs = self.outputs(result, what)
             snaps = self.snapshot(outs)
             shapes = shapes or [tuple(s.shape) for s in snaps]  # a timing-only run has no trials
@@ -359,10 +357,9 @@ class Runner:
             self.check_after(args, before, outs, snaps, what)
             record.samples_ms.append(ms)
             record.host_ms.append(host_ms)
-        settled = timing.settle(record.samples_ms, tails, idle_tails, drains, idle_drains)
+        settled = timing.settle(record.samples_ms, tails, idle_tails)
         record.settle_ms = [s - r for s, r in zip(settled, record.samples_ms)]
         record.tail_ms, record.idle_tail_ms = tails, idle_tails
-        record.drain_ms, record.idle_drain_ms = drains, idle_drains
         record.samples_ms = settled
         record.wall_calls = timing.wall_calls(record.samples_ms, record.host_ms)
         args = self.inputs(wl, seeds.wall_seed)

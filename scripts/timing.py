@@ -2,13 +2,12 @@
 
 One sample: fresh inputs, a device-wide synchronise, a lead-in flush, a gate of writes over a
 buffer larger than the last-level cache (long enough that the host has queued the whole call
-before the device reaches the start event: `Clock`), start event, the call, end event; the host
-waits for the end event, then for the whole device (the drain: how long it still had to wait is
-work the call left running on other streams), records a `settled` event and synchronises; then
-the same lead-in and gate again with nothing else running (the gate's reference). The sample is
-start to end, plus, when the drain shows work left running, the whole time from the end event
-to the `settled` one (see `settle`), plus however much longer than its reference the
-gate took, beyond the gate's noise (work the call ran beside it). The clock's functions are captured
+before the device reaches the start event: `Clock`), start event, the call, end event, a
+device-wide synchronise, a `settled` event, synchronise, then the same lead-in and gate again
+with nothing else running (the gate's reference). The sample is start to end, plus however
+much later than an idle round trip after as long a wait the `settled` event came (work the
+call left running on other streams; see `settle`), plus however much longer than its
+reference the gate took, beyond the gate's noise (work the call ran beside it). The clock's functions are captured
 when the child starts, before any candidate code is imported, so patching `time` or
 `torch.cuda.Event` afterwards does not reach them (and the child reports that it was patched).
 """
@@ -33,10 +32,6 @@ WALL_TARGET_MS = 10.0  # length of one back-to-back block (the fastest of severa
 WALL_CALLS = (3, 2000)  # fewest and most calls in a block
 SPIN_CYCLES = 50_000  # ~30 us of device clock: the host is waiting when the idle tail starts
 SPIN_CALIBRATION = 1_000_000  # cycles of the spin timed once to turn a wait into cycles
-# A device-wide synchronise after the end event is a host call on an idle device when the call
-# left nothing running: a sample's drain longer than the idle ones' median by this much plus
-# three median deviations means work on another stream (see `settle`).
-DRAIN_SLACK_MS = 0.003
 
 
 def clock_kind(device: str) -> str:
@@ -73,9 +68,7 @@ class Clock:
         self._now = now_ns
         self.before_ns = 0
         self.tail_ms: float | None = None
-        self.wait_ms = 0.0  # how long the host waited for the sample's end event
-        self.drain_ms: float | None = None  # then for the rest of the device (other streams)
-        self.idle_drain_ms: float | None = None  # the same with nothing left running
+        self.wait_ms = 0.0  # how long the host waited in the sample's end-of-sample synchronise
         self.spin_cycles_per_ms: float | None = None
         self.gate_excess_ms = 0.0
         self.gate_run_ms: float | None = None  # the sample's gate, gate0 to start
@@ -98,7 +91,6 @@ class Clock:
         self._record = torch.cuda.Event.record
         self._elapsed = torch.cuda.Event.elapsed_time
         self._query = torch.cuda.Event.query
-        self._wait_event = torch.cuda.Event.synchronize
 
     def sync(self) -> None:
         self._sync()
@@ -169,9 +161,10 @@ class Clock:
         self._record(end)  # on the caller's stream: when the device finished what it was given
         self.early = bool(self._query(start))  # the device got there before the call was queued
         # Work the call left on other streams (a side stream the caller's stream never waits
-        # for) is still running when the end event is done: the device-wide synchronise then
-        # waits for it (the drain), and `settle` adds how late `settled` came.
-        self.wait_ms, self.drain_ms = self._drain(end)
+        # for) ends before `settled`: its lateness beyond an idle round trip is added in `settle`.
+        w0 = self._now()
+        self._sync()
+        self.wait_ms = (self._now() - w0) / 1e6
         self._record(settled)
         self._sync()
         t1 = self._now()
@@ -188,14 +181,6 @@ class Clock:
         self.host_call_ms = (returned - t0) / 1e6
         self.host_gap_ms = max(0.0, (returned - b0) / 1e6 - gate_ms)
         return out, float(self._elapsed(start, end)) + self.gate_excess_ms, (t1 - t0) / 1e6
-
-    def _drain(self, end) -> tuple[float, float]:
-        """(ms the host waited for `end`, ms it then waited for the rest of the device)."""
-        w0 = self._now()
-        self._wait_event(end)
-        w1 = self._now()
-        self._sync()
-        return (w1 - w0) / 1e6, (self._now() - w1) / 1e6
 
     def reference(self, before) -> float:
         """The sample's gate again, alone: sync, lead-in flush, event, the flushes, event."""
@@ -221,10 +206,10 @@ class Clock:
     def idle_tail(self) -> float | None:
         """The same end-of-sample round trip with nothing left running, after the same wait:
         the device busy (a spin as long as the host waited in the sample's synchronise) while
-        the host waits, then the same two waits as a sample's (`idle_drain_ms`), then record.
-        The wait matters: in the eb6e84f acceptance record on the H200, honest calls' tails
-        exceeded a 25 us spin's by 1-2% of the host's wait (benchmarks/gpu_acceptance.md).
-        None on the host clock."""
+        the host waits, then synchronise, then record. The wait matters: in the eb6e84f
+        acceptance record on the H200, honest calls' tails exceeded a 25 us spin's by 1-2% of
+        the host's wait, and that charge was the whole of their excess over do_bench
+        (benchmarks/gpu_acceptance.md). None on the host clock."""
         if self.kind == "host":
             return None
         first, second = self._event(enable_timing=True), self._event(enable_timing=True)
@@ -234,41 +219,24 @@ class Clock:
                 cycles = max(cycles, int(self.wait_ms * self.spin_cycles_per_ms))
             self._spin(cycles)
         self._record(first)
-        _, self.idle_drain_ms = self._drain(first)
+        self._sync()
         self._record(second)
         self._sync()
         return float(self._elapsed(first, second))
 
 
-def settle(
-    samples_ms: list[float],
-    tails_ms: list,
-    idle_tails_ms: list,
-    drains_ms: list,
-    idle_drains_ms: list,
-) -> list[float]:
-    """Each sample plus, where its call left work running on another stream, the whole round
-    trip after its end event: the work left running and the host's wait for it.
+def settle(samples_ms: list[float], tails_ms: list, idle_tails_ms: list) -> list[float]:
+    """Each sample plus how much later than an idle round trip its work on all streams ended.
 
     `samples_ms` end when the caller's stream finished; `tails_ms` from there to an event
     recorded after a device-wide sync; `idle_tails_ms` that round trip with nothing left
-    running (diagnostics here). `drains_ms` is how long the device-wide sync still waited once
-    the host had seen the end event done, `idle_drains_ms` the same on an idle device. A sample
-    whose drain exceeds the idle ones (by DRAIN_SLACK_MS and three median deviations) left work
-    running, and is charged its whole tail: more than the work (a round trip more), never less
-    (its host's wait for the end event overlapped that work: an idle round trip subtracted
-    from the tail would take that part off). An honest sample is not charged: its tail alone
-    ran 3-23 us over the idle ones in every row of the 0c4df87 acceptance on the H200, and
-    charging that was the whole of the rows' excess over do_bench (benchmarks/
-    gpu_acceptance.md). The price: work that ends while the host wakes from the end event's
-    wait goes unseen. On the host clock (no tails) the samples stand as they are."""
-    given = (tails_ms, idle_tails_ms, drains_ms, idle_drains_ms)
-    if any(not xs or any(x is None for x in xs) for xs in given):
+    running. An honest call's tail is an idle one (give or take noise, clipped at zero); work
+    hidden on another stream makes it longer by what was hidden. On the host clock (no tails)
+    the samples stand as they are."""
+    if not tails_ms or any(t is None for t in tails_ms) or not idle_tails_ms:
         return list(samples_ms)
-    usual = statistics.median(idle_drains_ms)
-    spread = statistics.median(abs(d - usual) for d in idle_drains_ms)
-    limit = usual + DRAIN_SLACK_MS + 3 * spread
-    return [s + (t if d > limit else 0.0) for s, t, d in zip(samples_ms, tails_ms, drains_ms)]
+    idle = statistics.median(idle_tails_ms)
+    return [s + max(0.0, t - idle) for s, t in zip(samples_ms, tails_ms)]
 
 
 def _no_sync() -> None:

@@ -50,14 +50,11 @@ class Timing(BaseModel):
     gate_flushes: list[int] = Field(default_factory=list)
     gate_excess_ms: list[float] = Field(default_factory=list)
     # Per sample: what the end-of-sample round trip took beyond an idle one, added to the
-    # sample where the call left work running on another stream (host jitter included).
+    # sample (work left running on another stream; host jitter in that round trip too).
     settle_ms: list[float] = Field(default_factory=list)
-    # What that charge was made from, per sample: the round trip, the idle one, the device-wide
-    # synchronise's wait after the end event and an idle one's, the host's wait for the end.
+    # What that charge was made from, per sample: the round trip, the idle one, the host's wait.
     tail_ms: list[float | None] = Field(default_factory=list)
     idle_tail_ms: list[float | None] = Field(default_factory=list)
-    drain_ms: list[float | None] = Field(default_factory=list)
-    idle_drain_ms: list[float | None] = Field(default_factory=list)
     wait_ms: list[float] = Field(default_factory=list)
 
 

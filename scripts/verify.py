@@ -120,8 +120,6 @@ def with_diagnostics(t: Timing, record: protocol.ChildWorkload, count: int) -> T
             "settle_ms": record.settle_ms[:count],
             "tail_ms": record.tail_ms[:count],
             "idle_tail_ms": record.idle_tail_ms[:count],
-            "drain_ms": record.drain_ms[:count],
-            "idle_drain_ms": record.idle_drain_ms[:count],
             "wait_ms": record.wait_ms[:count],
         }
     )
