@@ -9,7 +9,8 @@ Each candidate (`baseline` for the frozen baseline) is loaded through its format
 inputs, and called under `torch.no_grad()` as there. With `@CACHE_DIR`, the compilers read the
 caches the harness filled for that candidate (compile-cache/<identity>/ in the run directory),
 so the same compiled code is timed without compiling again. Prints one JSON line per candidate:
-{"peer", "do_bench_ms", "load_s"}. With `--loop N`, calls the candidate N times with a
+{"peer", "do_bench_ms", "load_s", "sm_clock_mhz"} (the SM clock read right after do_bench, as
+the harness reads it right after each sample; None without NVML). With `--loop N`, calls the candidate N times with a
 synchronise after each (for `ncu --clock-control none` to time its kernels) and prints nothing;
 `--dirty` writes a 256 MB buffer before each call, as do_bench and the harness flush, so the
 kernel starts on an L2 full of dirty lines (run that under `ncu --cache-control none`: ncu's
@@ -61,7 +62,10 @@ def parse(item: str) -> tuple[str, str | None, str | None]:
 def main(argv: list[str]) -> int:
     from triton.testing import do_bench
 
+    from scripts.smclock import SmClock
+
     task = Path(argv[0])
+    sm_clock = SmClock()
     rest = argv[1:]
     loops, dirty = 0, None
     if rest[:1] == ["--loop"]:
@@ -85,7 +89,8 @@ def main(argv: list[str]) -> int:
                 torch.cuda.synchronize()
             continue
         ms = do_bench(lambda fn=fn, args=args: fn(*args), warmup=25, rep=100, return_mode="median")
-        print(json.dumps({"peer": name, "do_bench_ms": ms, "load_s": load_s}), flush=True)
+        line = {"peer": name, "do_bench_ms": ms, "load_s": load_s, "sm_clock_mhz": sm_clock()}
+        print(json.dumps(line), flush=True)
     return 0
 
 

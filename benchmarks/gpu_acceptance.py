@@ -133,6 +133,9 @@ def checked(run_dir: Path) -> list[dict]:
                 "gate_excess_ms": _median(w["timing"].get("gate_excess_ms") for w in timed[:1]),
                 "settle_ms": _median(w["timing"].get("settle_ms") for w in timed[:1]),
                 "round_trips": round_trips(timed[:1]),
+                "sm_clock_mhz": _median(
+                    [x for x in w["timing"].get("sm_clock_mhz") or [] if x] for w in timed[:1]
+                ),
                 "beside_ms": (timed[0].get("baseline_ms") if timed else None),
                 "frozen_ms": (timed[0].get("frozen_baseline_ms") if timed else None),
                 "speedup": v.get("speedup"),
@@ -173,21 +176,23 @@ def corpus_round_trips(where: Path) -> dict:
     return found
 
 
-def peers(task: Path, rows: list[dict], timeout: float) -> dict[str, float]:
+def peers(task: Path, rows: list[dict], timeout: float) -> tuple[dict, dict]:
+    """do_bench's median per candidate, and the SM clock read right after it."""
     items = ["baseline=baseline"]
     items += [f"{r['name']}={r['path']}@{r['cache']}" for r in rows if r["name"] in PEER_KINDS]
     items = list(dict.fromkeys(items))
     rc, out, _ = sh(
         [sys.executable, "-m", "benchmarks.acceptance_peers", str(task), *items], timeout
     )
-    found = {}
+    found, clocks = {}, {}
     for line in out.splitlines():
         if line.startswith('{"peer"'):  # candidates may print lines of their own
             d = json.loads(line)
             found[d["peer"]] = d["do_bench_ms"]
+            clocks[d["peer"]] = d.get("sm_clock_mhz")
     if rc != 0:
         print(f"  do_bench peers: exit {rc}: {out[-800:]}", flush=True)
-    return found
+    return found, clocks
 
 
 def ncu_kernel_ms(task: Path, kernel: str, timeout: float, dirty: bool = False) -> float | None:
@@ -330,11 +335,12 @@ def main(argv: list[str]) -> int:
         (out / f"{name}.log").write_text(text)
         report = json.loads((run_dir / "report.json").read_text()) if rc == 0 else None
         checks = checked(run_dir)
-        bench = peers(run_dir / "task", checks, max(30.0, min(240.0, left() - 20)))
+        bench, clocks = peers(run_dir / "task", checks, max(30.0, min(240.0, left() - 20)))
         for r in checks:
             r["problem"] = name
             r["kind"] = PEER_KINDS.get(r["name"], "")
             r["do_bench_ms"] = bench.get(r["name"])
+            r["do_bench_sm_clock_mhz"] = clocks.get(r["name"])
             if r["harness_ms"] and r["do_bench_ms"]:
                 r["ratio"] = r["harness_ms"] / r["do_bench_ms"]
         rows += checks
