@@ -60,6 +60,10 @@ class Devices:
             env["CUDA_VISIBLE_DEVICES"] = "0"
         else:
             env["CUDA_VISIBLE_DEVICES"] = ""
+            # Triton runs only under its interpreter without a GPU. `bakeoff run` set this for
+            # the whole process; a run started by a worker had no one to set it, and every
+            # Triton kernel failed ("0 active drivers").
+            env["TRITON_INTERPRET"] = "1"
             threads = max(1, (os.cpu_count() or 1) // max(1, len(self.ids)))
             env["OMP_NUM_THREADS"] = str(threads)
         return env

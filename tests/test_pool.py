@@ -48,7 +48,27 @@ def test_lease_env_names_the_device_for_each_vendor():
     assert rocm["ROCR_VISIBLE_DEVICES"] == "5" and rocm["HIP_VISIBLE_DEVICES"] == "0"
     cpu = Devices("cpu", ("cpu0", "cpu1")).env_for("cpu1")
     assert cpu["BAKEOFF_DEVICE"] == "cpu1" and cpu["CUDA_VISIBLE_DEVICES"] == ""
-    assert int(cpu["OMP_NUM_THREADS"]) >= 1
+    assert int(cpu["OMP_NUM_THREADS"]) >= 1 and cpu["TRITON_INTERPRET"] == "1"
+
+
+def test_a_triton_kernel_is_checked_on_a_cpu_lease_without_triton_interpret_set(
+    tmp_path, monkeypatch
+):
+    """A flow run that a worker started has no `bakeoff run` to set TRITON_INTERPRET: the
+    lease's environment carries it. Found with `benchmarks/multi_gpu_service.py` on CPU slots,
+    where every Triton check had failed with "0 active drivers"."""
+    from scripts.check import check
+    from scripts.verdict import Status
+    from tasks.freezing import freeze_isolated
+
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    pool = PoolConfig(cpu_slots=1, lock_dir=str(tmp_path / "locks"))
+    example = ROOT / "examples/softmax_triton"
+    task = freeze_isolated(example, tmp_path / "task", pool)
+    env = Devices("cpu", ("cpu0",)).env_for("cpu0")
+    # fresh interpreters: a warm server forked from a process that had the variable set
+    verdict = check(task, example / "kernel.py", device_env=env, samples=5, warm=False)
+    assert verdict.status is Status.PASSED, verdict.reason
 
 
 def test_devices_that_do_not_exist_are_refused(monkeypatch):
