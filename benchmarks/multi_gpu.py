@@ -7,9 +7,10 @@
    journal (`leases.jsonl`, every lease given back: Discover's, each lane's) never shows two
    holders of one device at once.
 
-Not measured here yet: the same bake-off dispatched to lane deployments (`dispatch=deployment`:
-a PostgreSQL-backed server on 127.0.0.1 and two workers of the `lanes` queue, each seeing half
-the GPUs), which needs PostgreSQL on the host.
+3. With `--deployment`: the same bake-off dispatched to lane deployments (`dispatch=deployment`:
+   a PostgreSQL-backed server on 127.0.0.1 and two workers of the `lanes` queue, each seeing
+   half the devices; `benchmarks/multi_gpu_service.py`), its winner beside the single-process
+   runs' winners.
 
 A lane without a model runs only where it has something to search (an optimize lane): the
 lanes that run are Discover's plan plus `--backends`, so pick a PROBLEM with at least as many
@@ -112,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cpu-slots", type=int, help="a host without GPUs: this many CPU slots")
     ap.add_argument("--timeout-s", type=float, default=900.0, help="per bake-off (or pair)")
     ap.add_argument("--json", type=Path, help="write the figures here too")
+    ap.add_argument("--deployment", action="store_true", help="also dispatch=deployment (stage 3)")
     args = ap.parse_args(argv)
 
     ids = list(detect(args.cpu_slots).ids)
@@ -154,9 +156,25 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{label:<10} {r['wall_s']:>7} {ratio:>6}  {lanes}")
     print(f"two at once: exits {[r['exit'] for r in both]}, walls {[r['wall_s'] for r in both]} s, "
           f"{len(journal)} leases, {len(clashes)} overlapping")  # fmt: skip
+    runs = [*record["scaling"].values(), *both]
+    if args.deployment:
+        from benchmarks import multi_gpu_service
+
+        kind = detect(args.cpu_slots).kind
+        served = work / "deployment"
+        served.mkdir(mode=0o755)
+        result = multi_gpu_service.run(args.problem, kind, ids, args.budget, args.backends, served, args.timeout_s)  # fmt: skip
+        record["deployment"] = result
+        runs.append(result)
+        clashes = clashes + result["overlapping"]
+        lanes = ", ".join(f"{x['lane']}:{x.get('worker')}/{x['device']}" for x in result["lanes"] if x["device"])  # fmt: skip
+        winners = sorted({r["winner"] or "none" for r in record["scaling"].values()})
+        print(f"dispatch=deployment: exit {result['exit']}, {result['wall_s']} s, winner "
+              f"{result['winner']} (single-process runs: {', '.join(winners)}); lanes {lanes}; "
+              f"{len(result['leases'])} leases, {len(result['overlapping'])} overlapping")  # fmt: skip
     if args.json:
         args.json.write_text(json.dumps(record, indent=1, default=str))
-    failed = [r for r in [*record["scaling"].values(), *both] if r["exit"] != 0]
+    failed = [r for r in runs if r["exit"] != 0]
     return 1 if failed or clashes else 0
 
 
