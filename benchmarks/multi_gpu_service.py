@@ -4,8 +4,9 @@ service: a private PostgreSQL cluster on 127.0.0.1, `deployments/service.sh serv
 queue, each seeing half the devices (its visible-devices variable set; CPU slots for a dry
 run). The run is `prefect deployment run bakeoff/<kind> --param dispatch=deployment`, watched
 to its end. What it reads back: the run's exit and wall time, each lane's worker (host),
-device and lease, the winner, and the device pool's journal (one lock directory for the
-host: device ids are physical, so two holders of one device at once would show).
+device and lease, the winner, and the device pools' journals (on GPUs one lock directory for
+the host, device ids being physical, so two holders of one device at once would show; CPU
+slots are named alike on every worker, so there each worker has its own).
 
 PostgreSQL's binaries come from the system (Debian's /usr/lib/postgresql/*/bin, or PATH) or
 from the `pgserver` wheel (self-contained, cp312 manylinux2014), which can travel to a device
@@ -132,7 +133,6 @@ class Service:
             "PGPORT": str(pg.port),
             "BAKEOFF_SERVICE_DIR": str(state),
             "BAKEOFF_SERVER_PORT": str(self.port),
-            "BAKEOFF_LOCK_DIR": str(workdir / "locks"),
         }
         self.url = f"http://127.0.0.1:{self.port}/api"
 
@@ -160,8 +160,8 @@ class Service:
         if done.returncode != 0:
             raise RuntimeError(f"deploy: exit {done.returncode}: {done.stderr[-800:]}")
 
-    def worker(self, name: str, pool: str, queue: str, limit: int, extra: dict) -> None:
-        env = {**self.env, **extra, "BAKEOFF_HOST": name}
+    def worker(self, name: str, pool: str, queue: str, limit: int, locks: Path, extra: dict):
+        env = {**self.env, **extra, "BAKEOFF_HOST": name, "BAKEOFF_LOCK_DIR": str(locks)}
         args = [str(SERVICE), "worker", pool, queue, str(limit), "--name", name]
         self.start(args, f"worker-{name}.log", env)
 
@@ -197,10 +197,14 @@ def run(problem: str, kind: str, ids: list[str], budget: int, backends: str | No
     service = Service(pg, workdir)
     try:
         service.up()
+        # GPU ids are physical: one lock directory for the host. CPU slots are named cpu0..
+        # on every worker, so each worker's are its own (and the journal is read per worker).
+        lock_dirs = {name: workdir / ("locks" if kind != "cpu" else f"locks-{name}") for name in ("dispatcher", "lanes1", "lanes2")}  # fmt: skip
         dispatcher = {"BAKEOFF_CPU_SLOTS": str(len(ids))} if kind == "cpu" else {}
-        service.worker("dispatcher", pool, "default", 1, dispatcher)
+        service.worker("dispatcher", pool, "default", 1, lock_dirs["dispatcher"], dispatcher)
         for i, (part, env) in enumerate(halves(kind, ids)):
-            service.worker(f"lanes{i + 1}", pool, "lanes", len(part), env)
+            name = f"lanes{i + 1}"
+            service.worker(name, pool, "lanes", len(part), lock_dirs[name], env)
         runs = workdir / "runs"
         params = {
             "kernel_path": str(Path(problem).resolve()),
@@ -235,8 +239,12 @@ def run(problem: str, kind: str, ids: list[str], budget: int, backends: str | No
                 lane["worker"] = hosts.get(lane["lane"])
         if done.returncode != 0:
             result["log_tail"] = (done.stdout + done.stderr)[-800:]
-        journal = DevicePool(Devices(kind, tuple(ids)), lock_dir=workdir / "locks").leases()
-        result.update(leases=journal, overlapping=overlapping(journal))
+        journal, clashes = [], []
+        for locks in sorted(set(lock_dirs.values())):
+            leases = DevicePool(Devices(kind, tuple(ids)), lock_dir=locks).leases()
+            journal += leases
+            clashes += overlapping(leases)
+        result.update(leases=journal, overlapping=clashes)
         return result
     finally:
         service.stop()
