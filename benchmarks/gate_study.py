@@ -47,6 +47,19 @@ def build(module, mode: str):
     return torch.compile(model, mode=None if mode == "default" else mode)
 
 
+def warmed(module, mode: str) -> tuple:
+    """(the model in `mode`, fixed inputs, do_bench's median ms on them) after 5 warm calls."""
+    import torch
+    from triton.testing import do_bench
+
+    fn, fixed = build(module, mode), inputs(module, 1)
+    for _ in range(5):
+        fn(*fixed)
+    torch.cuda.synchronize()
+    bench = do_bench(lambda: fn(*fixed), warmup=25, rep=100, return_mode="median")
+    return fn, fixed, bench
+
+
 def inputs(module, seed: int) -> list:
     import torch
 

@@ -27,7 +27,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from benchmarks.gate_study import _host_ms, build, inputs, open_study
+from benchmarks.gate_study import _host_ms, open_study, warmed
 
 HIDDEN_MS = 1.0  # device work the hidden variant leaves on a side stream
 
@@ -127,8 +127,6 @@ def main(argv: list[str]) -> int:
     if opened is None:
         return 2
     module, flush = opened
-    import torch
-    from triton.testing import do_bench
 
     from scripts import timing
 
@@ -136,12 +134,7 @@ def main(argv: list[str]) -> int:
     waits = [float(w) for w in args.waits_ms.split(",")]
     rows = []
     for mode in args.modes.split(","):
-        fn = build(module, mode)
-        fixed = inputs(module, 1)
-        for _ in range(5):
-            fn(*fixed)
-        torch.cuda.synchronize()
-        bench = do_bench(lambda fn=fn, a=fixed: fn(*a), warmup=25, rep=100, return_mode="median")
+        fn, fixed, bench = warmed(module, mode)
         for variant, call in (("honest", fn), ("hidden 1 ms", hidden(fn, spin))):
             clock = timing.Clock("cuda")
             clock.calibrate(flush, statistics.median(_host_ms(call, fixed) for _ in range(5)))

@@ -35,7 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.gate_study import _host_ms, build, inputs, open_study
+from benchmarks.gate_study import _host_ms, open_study, warmed
 from benchmarks.settle_study import Spin, hidden
 
 DEVICE_WORK = ("kernel", "gpu_memcpy", "gpu_memset")
@@ -153,20 +153,13 @@ def sample_loop(clock, flush, call, args, samples: int, profiled: bool) -> dict:
 
 
 def run(args, module, flush) -> int:
-    import torch
-    from triton.testing import do_bench
 
     from scripts import timing
 
     spin = Spin()
     record = []
     for mode in args.modes.split(","):
-        fn = build(module, mode)
-        fixed = inputs(module, 1)
-        for _ in range(5):
-            fn(*fixed)
-        torch.cuda.synchronize()
-        bench = do_bench(lambda fn=fn, a=fixed: fn(*a), warmup=25, rep=100, return_mode="median")
+        fn, fixed, bench = warmed(module, mode)
         calls = [("honest", fn), ("joined 0.02 ms", joined(fn, spin, 0.02))]
         calls += [(f"hidden {ms} ms", hidden(fn, spin, ms)) for ms in (0.02, 1.0)]
         for variant, call in calls:

@@ -32,7 +32,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from benchmarks.gate_study import _host_ms, build, inputs, open_study
+from benchmarks.gate_study import _host_ms, open_study, warmed
 from benchmarks.settle_study import Spin, hidden
 
 HIDDEN_MS = (0.02, 1.0)
@@ -142,20 +142,13 @@ def main(argv: list[str]) -> int:
 
 
 def run(args, module, flush) -> int:
-    import torch
-    from triton.testing import do_bench
 
     from scripts import timing
 
     spin = Spin()
     record = []
     for mode in args.modes.split(","):
-        fn = build(module, mode)
-        fixed = inputs(module, 1)
-        for _ in range(5):
-            fn(*fixed)
-        torch.cuda.synchronize()
-        bench = do_bench(lambda fn=fn, a=fixed: fn(*a), warmup=25, rep=100, return_mode="median")
+        fn, fixed, bench = warmed(module, mode)
         calls = [("honest", fn)] + [(f"hidden {ms} ms", hidden(fn, spin, ms)) for ms in HIDDEN_MS]
         for variant, call in calls:
             clock = timing.Clock("cuda")
