@@ -105,14 +105,20 @@ def run_at_once(argvs: list[list], run_dirs: list[Path], env, timeout: float) ->
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+def run_arguments(doc: str) -> argparse.ArgumentParser:
+    """The arguments every multi-device benchmark takes: what to bake off, and where."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("problem", help="op directory or KernelBench problem, as for `bakeoff run`")
     ap.add_argument("--backends", help="languages to add as lanes (`bakeoff run --backends`)")
     ap.add_argument("--budget", type=int, default=2, help="candidates each lane may check")
     ap.add_argument("--cpu-slots", type=int, help="a host without GPUs: this many CPU slots")
     ap.add_argument("--timeout-s", type=float, default=900.0, help="per bake-off (or pair)")
     ap.add_argument("--json", type=Path, help="write the figures here too")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = run_arguments(__doc__)
     ap.add_argument("--deployment", action="store_true", help="also dispatch=deployment (stage 3)")
     args = ap.parse_args(argv)
 

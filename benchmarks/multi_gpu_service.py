@@ -21,7 +21,6 @@ winners.
 
 from __future__ import annotations
 
-import argparse
 import glob
 import json
 import os
@@ -252,15 +251,10 @@ def run(problem: str, kind: str, ids: list[str], budget: int, backends: str | No
 
 
 def main(argv: list[str] | None = None) -> int:
+    from benchmarks.multi_gpu import run_arguments
     from tasks.gpu_pool import detect
 
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("problem", help="op directory or KernelBench problem, as for `bakeoff run`")
-    ap.add_argument("--backends", help="languages to add as lanes")
-    ap.add_argument("--budget", type=int, default=2, help="candidates each lane may check")
-    ap.add_argument("--cpu-slots", type=int, help="a host without GPUs: this many CPU slots")
-    ap.add_argument("--timeout-s", type=float, default=900.0)
-    ap.add_argument("--json", type=Path, help="write the figures here too")
+    ap = run_arguments(__doc__)
     args = ap.parse_args(argv)
     devices = detect(args.cpu_slots)
     if len(devices.ids) < 2:
