@@ -131,8 +131,8 @@ def checked(run_dir: Path) -> list[dict]:
                 "host_bound": sum(w["timing"].get("host_bound_samples", 0) for w in timed),
                 "gate_flushes": _median(w["timing"].get("gate_flushes") for w in timed[:1]),
                 "gate_excess_ms": _median(w["timing"].get("gate_excess_ms") for w in timed[:1]),
-                "settle_ms": _median(w["timing"].get("settle_ms") for w in timed[:1]),
-                "round_trips": round_trips(timed[:1]),
+                "overhang_ms": _median(w["timing"].get("overhang_ms") for w in timed[:1]),
+                "per_sample": per_sample(timed[:1]),
                 "sm_clock_mhz": _median(
                     [x for x in w["timing"].get("sm_clock_mhz") or [] if x] for w in timed[:1]
                 ),
@@ -147,28 +147,28 @@ def checked(run_dir: Path) -> list[dict]:
     return rows
 
 
-ROUND_TRIP_FIELDS = ("samples_ms", "settle_ms", "tail_ms", "idle_tail_ms", "wait_ms")
+PER_SAMPLE_FIELDS = ("samples_ms", "overhang_ms", "gate_excess_ms", "sm_clock_mhz")
 
 
-def round_trips(workloads: list[dict]) -> dict:
-    """The first timed workload's per-sample settle inputs, the candidate's and the beside
-    baseline's: what a different settle rule would have charged can be worked out from them."""
+def per_sample(workloads: list[dict]) -> dict:
+    """The first timed workload's samples and what was added to them, the candidate's and the
+    beside baseline's."""
     if not workloads:
         return {}
     w = workloads[0]
     both = {"candidate": w.get("timing") or {}, "baseline": w.get("baseline_timing") or {}}
-    return {who: {k: t.get(k) for k in ROUND_TRIP_FIELDS} for who, t in both.items() if t}
+    return {who: {k: t.get(k) for k in PER_SAMPLE_FIELDS} for who, t in both.items() if t}
 
 
-def corpus_round_trips(where: Path) -> dict:
-    """The side-stream pair's round trips, per workload, from the corpus's kept verdicts."""
+def corpus_samples(where: Path) -> dict:
+    """The side-stream pair's samples and overhangs, per workload, from the corpus's verdicts."""
     found = {}
     for path in sorted(where.glob("*.json")):
         v = json.loads(path.read_text())
         found[path.stem] = {
             "status": v["status"],
             "workloads": {
-                w["workload"]: {k: (w.get("timing") or {}).get(k) for k in ROUND_TRIP_FIELDS}
+                w["workload"]: {k: (w.get("timing") or {}).get(k) for k in PER_SAMPLE_FIELDS}
                 for w in v.get("workloads") or []
                 if w.get("timing")
             },
@@ -385,7 +385,7 @@ def main(argv: list[str]) -> int:
         rows, problems, twice, ncu_ms, single, corpus_rc, corpus_tail = merged(
             args.commit, rows, problems, twice, ncu_ms, single, corpus_rc, corpus_tail
         )
-    side_streams = corpus_round_trips(out / "corpus_verdicts")
+    side_streams = corpus_samples(out / "corpus_verdicts")
     if args.merge and not side_streams and RESULT.is_file():
         old = json.loads(RESULT.read_text())
         side_streams = old.get("side_streams", {}) if old.get("commit") == args.commit else {}
@@ -528,14 +528,14 @@ def _host_bound(row) -> bool:
 
 
 def print_table(rows, problems, twice, aims) -> None:
-    print("\n| problem | candidate | status | harness ms | do_bench ms | ratio | host ms/call | gate | gate excess ms | settle ms | overhead s/wl |")  # fmt: skip
+    print("\n| problem | candidate | status | harness ms | do_bench ms | ratio | host ms/call | gate | gate excess ms | overhang ms | overhead s/wl |")  # fmt: skip
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     f = lambda v, p=4: "-" if v is None else f"{v:.{p}g}"  # noqa: E731
     for r in rows:
         print(f"| {r['problem']} | {r['name']} | {r['status']} | {f(r['harness_ms'])} | "
               f"{f(r.get('do_bench_ms'))} | {f(r.get('ratio'))} | {f(r['host_call_ms'], 3)} | "
               f"{f(r.get('gate_flushes'))} | {f(r.get('gate_excess_ms'), 3)} | "
-              f"{f(r.get('settle_ms'), 3)} | "
+              f"{f(r.get('overhang_ms'), 3)} | "
               f"{f(r['overhead_s_per_workload'], 3)} |")  # fmt: skip
     print("\n| problem | wall s | winner | speedup | winner do_bench ms | best peer do_bench ms |")
     print("| --- | --- | --- | --- | --- | --- |")

@@ -5,13 +5,15 @@ harness charges today, and what they cost.
     python3 -m benchmarks.stream_audit_study PROBLEM.py [--modes eager,default] [--samples 30]
                                              [--json OUT]
 
-Why: the harness adds to each sample how much later than an idle round trip an event recorded
-after a device-wide synchronise came (`timing.settle`). On the H200 honest samples' round trips
-ran 2-23 us over the idle ones (the 0c4df87 acceptance), and that charge was the whole of their
-excess over do_bench. A second synchronise on the host to tell left-over work apart (d827b8d)
-took 9-35 us of host time in the candidate's process and missed 20 us of hidden work
-(benchmarks/gpu_acceptance.md). The profiler's records carry every kernel, copy and fill with
-its stream and its start and end on the device's clock, whatever stream it ran on.
+Why: until 37eb242 the harness added to each sample how much later than an idle round trip an
+event recorded after a device-wide synchronise came (a settle charge). On the H200 honest
+samples' round trips ran 2-23 us over the idle ones (the 0c4df87 acceptance), and that charge
+was the whole of their excess over do_bench. A second synchronise on the host to tell left-over
+work apart (d827b8d) took 9-35 us of host time in the candidate's process and missed 20 us of
+hidden work (benchmarks/gpu_acceptance.md). The profiler's records carry every kernel, copy and
+fill with its stream and its start and end on the device's clock, whatever stream it ran on.
+This study's answer (benchmarks/results/stream_audit_*_h200.json) is why the harness now reads
+the overhang from the device trace (scripts/stream_audit.py).
 
 For each mode (eager or a `torch.compile` mode) and each call (honest; 0.02 ms of extra work on
 a side stream the caller's stream waits for; 0.02 ms and 1 ms on one it never waits for), it
@@ -36,45 +38,45 @@ import time
 from pathlib import Path
 
 from benchmarks.gate_study import _host_ms, open_study, warmed
-from benchmarks.settle_study import Spin, hidden
-
-DEVICE_WORK = ("kernel", "gpu_memcpy", "gpu_memset")
-LAUNCHES = ("cuda_runtime", "cuda_driver")
+from scripts.stream_audit import overhangs
 
 
-def overhangs(events: list[dict]) -> list[float]:
-    """Per sample (annotations "call K" and "marker K" on the host), ms from the start of the
-    marker's device work to the end of the last device work the call launched, at least 0.
+class Spin:
+    """Device busy for a given time (torch.cuda._sleep), calibrated against device events."""
 
-    A device activity belongs to the host annotation whose window holds the runtime call that
-    launched it (matched by correlation id); kernels of a CUDA graph carry their launch's."""
-    launched_at = {}
-    for e in events:
-        if e.get("cat") in LAUNCHES and "correlation" in (e.get("args") or {}):
-            launched_at[e["args"]["correlation"]] = e["ts"]
-    windows = [
-        (e["name"], e["ts"], e["ts"] + e.get("dur", 0.0))
-        for e in events
-        if e.get("cat") == "user_annotation" and e["name"].split(" ")[0] in ("call", "marker")
-    ]
-    spans: dict[str, list[tuple[float, float]]] = {}
-    for e in events:
-        if e.get("cat") not in DEVICE_WORK:
-            continue
-        at = launched_at.get((e.get("args") or {}).get("correlation"))
-        if at is None:
-            continue
-        owner = next((name for name, lo, hi in windows if lo <= at <= hi), None)
-        if owner is not None:
-            spans.setdefault(owner, []).append((e["ts"], e["ts"] + e.get("dur", 0.0)))
-    found = []
-    for k in sorted({int(name.split(" ")[1]) for name in spans if name.startswith("call ")}):
-        work, marker = spans.get(f"call {k}", []), spans.get(f"marker {k}", [])
-        if not work or not marker:
-            continue
-        last = max(end for _, end in work)
-        found.append(max(0.0, last - min(start for start, _ in marker)) / 1e3)  # us -> ms
-    return found
+    def __init__(self):
+        import torch
+
+        self.torch = torch
+        cycles = 2_000_000
+        times = []
+        for _ in range(5):
+            first, second = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+            first.record()
+            torch.cuda._sleep(cycles)
+            second.record()
+            torch.cuda.synchronize()
+            times.append(first.elapsed_time(second))
+        self.cycles_per_ms = cycles / statistics.median(times)
+
+    def __call__(self, ms: float) -> None:
+        self.torch.cuda._sleep(max(1, int(ms * self.cycles_per_ms)))
+
+
+def hidden(fn, spin: Spin, ms: float):
+    """fn, then `ms` of device work on a stream the caller's stream never waits for."""
+    import torch
+
+    side = torch.cuda.Stream()
+
+    def call(*args):
+        out = fn(*args)
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            spin(ms)
+        return out
+
+    return call
 
 
 def joined(fn, spin: Spin, ms: float):
@@ -138,7 +140,7 @@ def sample_loop(clock, flush, call, args, samples: int, profiled: bool) -> dict:
         path = Path(tmp) / "trace.json"
         prof.export_chrome_trace(str(path))
         events = json.loads(path.read_text()).get("traceEvents", [])
-    hangs = overhangs(events)
+    hangs = [ms for _, ms in sorted(overhangs(events).items())]
     out |= {
         "median_ms": statistics.median(times),
         "early": sum(early),

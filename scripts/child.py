@@ -29,7 +29,7 @@ import faulthandler  # noqa: E402
 
 import torch  # noqa: E402  (after the captures above)
 
-from scripts import compare, protocol, sandbox, tensorfile, timing  # noqa: E402
+from scripts import compare, protocol, sandbox, stream_audit, tensorfile, timing  # noqa: E402
 from scripts.arch import detect, flush_bytes  # noqa: E402
 from scripts.fingerprint import device_kind  # noqa: E402
 from scripts.formats import module_for  # noqa: E402
@@ -62,6 +62,7 @@ class Guard:
     TENSOR = ("clone", "detach", "cpu", "copy_", "to", "reshape", "contiguous", "view", "fill_")
     CUDA = ("synchronize", "Event", "current_stream", "_sleep")
     EVENT = ("record", "elapsed_time", "synchronize")
+    PROFILER = ("start", "stop", "__enter__", "__exit__", "export_chrome_trace")
 
     def __init__(self, device: str):
         items = [(f"time.{n}", time, n) for n in self.TIME]
@@ -71,6 +72,12 @@ class Guard:
         if device != "cpu":
             items += [(f"torch.cuda.{n}", torch.cuda, n) for n in self.CUDA]
             items += [(f"torch.cuda.Event.{n}", torch.cuda.Event, n) for n in self.EVENT]
+            profile, annotate = torch.profiler.profile, torch.autograd.profiler.record_function
+            items += [(f"torch.profiler.profile.{n}", profile, n) for n in self.PROFILER]
+            items += [
+                (f"torch.profiler.record_function.{n}", annotate, n)
+                for n in ("__enter__", "__exit__")
+            ]
         for modname, module in list(sys.modules.items()):
             if modname == "__main__" or modname == "scripts" or modname.startswith("scripts."):
                 items += self._module_items(modname, module)
@@ -165,8 +172,9 @@ def classify(exc: BaseException, loading: bool):
 
 
 class Runner:
-    def __init__(self, request, results: Results, fn, clock, flusher, device, sm_clock):
+    def __init__(self, request, results: Results, fn, clock, flusher, device, sm_clock, audit):
         self.request = request
+        self.audit = audit
         self.sm_clock = sm_clock
         self.results = results
         self.fn = fn
@@ -319,18 +327,45 @@ class Runner:
         args = self.inputs(wl, seeds.warmup_seed)
         self.run(self.plain_calls, args, max(1, self.request.warmup - 1), counted=False)
         self.run(self.warm_clocks, args, counted=False)
-        self.clock.calibrate(self.flush, self.run(self.host_cost_ms, args, counted=False))
+        with self.audit:  # the profiler's device trace: the call's work on every stream
+            self.clock.calibrate(self.flush, self.run(self.host_cost_ms, args, counted=False))
+            ids = self.timed_samples(wl, seeds, record, shapes)
+        try:
+            record.overhang_ms = self.audit.read(self.results.root, ids)
+        except stream_audit.Missing as lost:
+            if lost.none:  # not even the harness's own markers: the profiler recorded nothing
+                raise Failure(
+                    Status.HARNESS_ERROR,
+                    "the profiler's device trace held none of the harness's markers "
+                    "(no CUPTI or roctracer?), so work left on other streams went unchecked",
+                ) from None
+            raise Failure(
+                Status.FLAGGED,
+                f"timed calls {[k + 1 for k in lost.missing]} are missing from the device trace "
+                "(the profiler was stopped or its records dropped during the calls)",
+            ) from None
+        record.samples_ms = [s + h for s, h in zip(record.samples_ms, record.overhang_ms)]
+        record.wall_calls = timing.wall_calls(record.samples_ms, record.host_ms)
+        args = self.inputs(wl, seeds.wall_seed)
+        for block in range(self.request.wall_blocks):  # timed by the judge, from these markers
+            self.clock.sync()
+            self.results.marker(f"begin {index} {block}")
+            self.run(self.queued_calls, args, record.wall_calls, f"{index} {block}", counted=False)
+            self.results.marker(f"end {index} {block}")
+        return record
+
+    def timed_samples(self, wl, seeds, record: protocol.ChildWorkload, shapes) -> list[int]:
+        """The timed calls, each checked as it returns; the audit's numbers of the samples kept."""
         projectors = None
         slots: list[list] = []  # input buffers reused in turn, refilled with fresh values
-        tails, idle_tails = [], []
+        ids = []
         for k, seed in enumerate(seeds.sample_seeds):
             what = f"timed call {k + 1}"
             args = self.refill(slots, k, self.inputs(wl, seed))
             before = self.keep(args)
             result, ms, host_ms = self.run(self.clock.time, self.fn, args, self.flush)
             self.spent_ns -= self.clock.before_ns  # the flush is the harness's time
-            tails.append(self.clock.tail_ms)
-            record.wait_ms.append(self.clock.wait_ms)
+            ids.append(self.clock.sample_id)
             record.host_gap_ms.append(self.clock.host_gap_ms)
             record.host_call_ms.append(self.clock.host_call_ms)
             record.gate_flushes.append(self.clock.gate)
@@ -340,7 +375,6 @@ class Runner:
                 record.gate_excess_ms.append(self.clock.gate_excess_ms)
             record.host_bound += int(self.clock.early)
             record.sm_clock_mhz.append(self.sm_clock())
-            idle_tails.append(self.clock.idle_tail())
             outs = self.outputs(result, what)
             snaps = self.snapshot(outs)
             shapes = shapes or [tuple(s.shape) for s in snaps]  # a timing-only run has no trials
@@ -357,18 +391,7 @@ class Runner:
             self.check_after(args, before, outs, snaps, what)
             record.samples_ms.append(ms)
             record.host_ms.append(host_ms)
-        settled = timing.settle(record.samples_ms, tails, idle_tails)
-        record.settle_ms = [s - r for s, r in zip(settled, record.samples_ms)]
-        record.tail_ms, record.idle_tail_ms = tails, idle_tails
-        record.samples_ms = settled
-        record.wall_calls = timing.wall_calls(record.samples_ms, record.host_ms)
-        args = self.inputs(wl, seeds.wall_seed)
-        for block in range(self.request.wall_blocks):  # timed by the judge, from these markers
-            self.clock.sync()
-            self.results.marker(f"begin {index} {block}")
-            self.run(self.queued_calls, args, record.wall_calls, f"{index} {block}", counted=False)
-            self.results.marker(f"end {index} {block}")
-        return record
+        return ids
 
 
 def main(argv: list[str]) -> int:
@@ -379,6 +402,10 @@ def main(argv: list[str]) -> int:
     device = device_kind()
     clock = timing.Clock(device, _NOW_NS)
     flusher = timing.Flusher(device, flush_bytes(detect()))
+    audit = stream_audit.StreamAudit(device)
+    if audit.on and not request.precompile:
+        clock.audit = audit
+        audit.warm()  # the profiler's first start takes seconds: beside the load and compile
     sm_clock = SmClock()  # None on every read without an NVIDIA device
     spec = OpSpec.model_validate(request.spec)
     fmt = module_for(spec.format)
@@ -398,12 +425,13 @@ def main(argv: list[str]) -> int:
         traceback.print_exc()
         status, reason = classify(exc, loading=True)
         results.write(protocol.FATAL, protocol.ChildError(status=status, reason=reason))
+        audit.close()
         return 0
     load_s = (_NOW_NS() - t0) / 1e9
     results.write(
         protocol.HELLO, protocol.ChildHello(device=device, clock=clock.kind, load_s=load_s)
     )
-    runner = Runner(request, results, fn, clock, flusher, device, sm_clock)
+    runner = Runner(request, results, fn, clock, flusher, device, sm_clock, audit)
     for index, seeds in enumerate(request.workloads):
         results.marker(f"start {index}")
         runner.spent_ns = 0
@@ -430,6 +458,7 @@ def main(argv: list[str]) -> int:
             results.write(protocol.FATAL, protocol.ChildError(status=Status.FLAGGED, reason=reason))
             return 0
         results.write(protocol.workload_file(index), record)
+    audit.close()
     return 0
 
 

@@ -2,12 +2,12 @@
 
 One sample: fresh inputs, a device-wide synchronise, a lead-in flush, a gate of writes over a
 buffer larger than the last-level cache (long enough that the host has queued the whole call
-before the device reaches the start event: `Clock`), start event, the call, end event, a
-device-wide synchronise, a `settled` event, synchronise, then the same lead-in and gate again
-with nothing else running (the gate's reference). The sample is start to end, plus however
-much later than an idle round trip after as long a wait the `settled` event came (work the
-call left running on other streams; see `settle`), plus however much longer than its
-reference the gate took, beyond the gate's noise (work the call ran beside it). The clock's functions are captured
+before the device reaches the start event: `Clock`), start event, the call, end event, a marker
+kernel, a device-wide synchronise, then the same lead-in and gate again with nothing else
+running (the gate's reference). The sample is start to end, plus how long the call's work on
+any stream ran past the marker (read from the profiler's device trace: `stream_audit`), plus
+however much longer than its reference the gate took, beyond the gate's noise (work the call
+ran beside it). The clock's functions are captured
 when the child starts, before any candidate code is imported, so patching `time` or
 `torch.cuda.Event` afterwards does not reach them (and the child reports that it was patched).
 """
@@ -30,8 +30,6 @@ WALL_RATIO_HOST = 3.0
 WALL_SLACK_MS = {"host": 0.01, "cuda_event": 0.05, "hip_event": 0.05}
 WALL_TARGET_MS = 10.0  # length of one back-to-back block (the fastest of several counts)
 WALL_CALLS = (3, 2000)  # fewest and most calls in a block
-SPIN_CYCLES = 50_000  # ~30 us of device clock: the host is waiting when the idle tail starts
-SPIN_CALIBRATION = 1_000_000  # cycles of the spin timed once to turn a wait into cycles
 
 
 def clock_kind(device: str) -> str:
@@ -59,7 +57,7 @@ class Clock:
     after the sample the same gate runs again alone (`gate_ref_ms`, after the same sync and
     lead-in flush), and the time the sample's gate took beyond that reference and its noise is
     work of the candidate's that ran beside it (on a stream of its own); it is added to the
-    sample, as `settle` adds the work left running after the end event. (The reference is
+    sample, as the stream audit adds the work left running after the end event. (The reference is
     measured beside each sample, not once at calibration: a 256 MiB flush train runs a few per
     cent slower within the sampling loop than in a calibration burst, and the gate is several
     times longer than a short call, so a fixed expectation charged honest calls for it.)"""
@@ -67,9 +65,8 @@ class Clock:
     def __init__(self, device: str, now_ns=time.perf_counter_ns):
         self._now = now_ns
         self.before_ns = 0
-        self.tail_ms: float | None = None
-        self.wait_ms = 0.0  # how long the host waited in the sample's end-of-sample synchronise
-        self.spin_cycles_per_ms: float | None = None
+        self.audit = None  # a stream_audit.StreamAudit while its profiler records
+        self.sample_id = 0  # the audit's number for the last sample taken
         self.gate_excess_ms = 0.0
         self.gate_run_ms: float | None = None  # the sample's gate, gate0 to start
         self.gate_ref_ms: float | None = None  # the same gate alone, right after the sample
@@ -86,7 +83,6 @@ class Clock:
         import torch
 
         self._sync = torch.cuda.synchronize
-        self._spin = getattr(torch.cuda, "_sleep", None)
         self._event = torch.cuda.Event
         self._record = torch.cuda.Event.record
         self._elapsed = torch.cuda.Event.elapsed_time
@@ -112,7 +108,6 @@ class Clock:
             self._sync()
             times.append(float(self._elapsed(first, second)))
         self.gate_ms = statistics.median(times)
-        self.spin_cycles_per_ms = self._spin_rate()
         self.gate_tolerance_ms = 2 * statistics.median(abs(t - self.gate_ms) for t in times)
         need = 1.5 * host_call_ms + 0.02
         self.gate = int(min(GATE_MAX, max(1, math.ceil(need / max(self.gate_ms, 1e-3)))))
@@ -150,25 +145,24 @@ class Clock:
 
     def _sample(self, fn, args, before):
         self._sync()
-        gate0, start, end, settled = (self._event(enable_timing=True) for _ in range(4))
+        gate0, start, end = (self._event(enable_timing=True) for _ in range(3))
         b0 = self._now()
         self._gate(before, gate0)
         self.before_ns = self._now() - b0
         t0 = self._now()
         self._record(start)
-        out = fn(*args)
+        if self.audit is None:
+            out = fn(*args)
+        else:
+            with self.audit.call() as self.sample_id:
+                out = fn(*args)
         returned = self._now()
         self._record(end)  # on the caller's stream: when the device finished what it was given
+        if self.audit is not None:
+            self.audit.mark(self.sample_id)  # work on other streams past this is the overhang
         self.early = bool(self._query(start))  # the device got there before the call was queued
-        # Work the call left on other streams (a side stream the caller's stream never waits
-        # for) ends before `settled`: its lateness beyond an idle round trip is added in `settle`.
-        w0 = self._now()
-        self._sync()
-        self.wait_ms = (self._now() - w0) / 1e6
-        self._record(settled)
         self._sync()
         t1 = self._now()
-        self.tail_ms = float(self._elapsed(end, settled))
         self.gate_run_ms = gate_ms = float(self._elapsed(gate0, start))
         self.gate_excess_ms = 0.0
         self.gate_ref_ms = None
@@ -190,53 +184,6 @@ class Clock:
         self._record(second)
         self._sync()
         return float(self._elapsed(first, second))
-
-    def _spin_rate(self) -> float | None:
-        """Spin cycles per ms of device time, timed once; None where the device cannot spin."""
-        if self._spin is None:
-            return None
-        first, second = self._event(enable_timing=True), self._event(enable_timing=True)
-        self._record(first)
-        self._spin(SPIN_CALIBRATION)
-        self._record(second)
-        self._sync()
-        ms = float(self._elapsed(first, second))
-        return SPIN_CALIBRATION / ms if ms > 0 else None
-
-    def idle_tail(self) -> float | None:
-        """The same end-of-sample round trip with nothing left running, after the same wait:
-        the device busy (a spin as long as the host waited in the sample's synchronise) while
-        the host waits, then synchronise, then record. The wait matters: in the eb6e84f
-        acceptance record on the H200, honest calls' tails exceeded a 25 us spin's by 1-2% of
-        the host's wait, and that charge was the whole of their excess over do_bench
-        (benchmarks/gpu_acceptance.md). None on the host clock."""
-        if self.kind == "host":
-            return None
-        first, second = self._event(enable_timing=True), self._event(enable_timing=True)
-        if self._spin is not None:
-            cycles = SPIN_CYCLES
-            if self.spin_cycles_per_ms:
-                cycles = max(cycles, int(self.wait_ms * self.spin_cycles_per_ms))
-            self._spin(cycles)
-        self._record(first)
-        self._sync()
-        self._record(second)
-        self._sync()
-        return float(self._elapsed(first, second))
-
-
-def settle(samples_ms: list[float], tails_ms: list, idle_tails_ms: list) -> list[float]:
-    """Each sample plus how much later than an idle round trip its work on all streams ended.
-
-    `samples_ms` end when the caller's stream finished; `tails_ms` from there to an event
-    recorded after a device-wide sync; `idle_tails_ms` that round trip with nothing left
-    running. An honest call's tail is an idle one (give or take noise, clipped at zero); work
-    hidden on another stream makes it longer by what was hidden. On the host clock (no tails)
-    the samples stand as they are."""
-    if not tails_ms or any(t is None for t in tails_ms) or not idle_tails_ms:
-        return list(samples_ms)
-    idle = statistics.median(idle_tails_ms)
-    return [s + max(0.0, t - idle) for s, t in zip(samples_ms, tails_ms)]
 
 
 def _no_sync() -> None:

@@ -49,13 +49,9 @@ class Timing(BaseModel):
     # same gate run alone right after (charged to the sample when beyond the gate's noise).
     gate_flushes: list[int] = Field(default_factory=list)
     gate_excess_ms: list[float] = Field(default_factory=list)
-    # Per sample: what the end-of-sample round trip took beyond an idle one, added to the
-    # sample (work left running on another stream; host jitter in that round trip too).
-    settle_ms: list[float] = Field(default_factory=list)
-    # What that charge was made from, per sample: the round trip, the idle one, the host's wait.
-    tail_ms: list[float | None] = Field(default_factory=list)
-    idle_tail_ms: list[float | None] = Field(default_factory=list)
-    wait_ms: list[float] = Field(default_factory=list)
+    # Per sample: how long the call's work on any stream ran past its end event (the device
+    # trace's overhang), added to the sample: work left running on a stream of its own.
+    overhang_ms: list[float] = Field(default_factory=list)
 
 
 class WorkloadVerdict(BaseModel):

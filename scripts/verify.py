@@ -117,10 +117,7 @@ def with_diagnostics(t: Timing, record: protocol.ChildWorkload, count: int) -> T
             "host_bound_samples": record.host_bound,
             "gate_flushes": record.gate_flushes[:count],
             "gate_excess_ms": record.gate_excess_ms[:count],
-            "settle_ms": record.settle_ms[:count],
-            "tail_ms": record.tail_ms[:count],
-            "idle_tail_ms": record.idle_tail_ms[:count],
-            "wait_ms": record.wait_ms[:count],
+            "overhang_ms": record.overhang_ms[:count],
         }
     )
 

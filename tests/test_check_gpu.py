@@ -65,7 +65,7 @@ def describe(verdict) -> str:
 
 def keep_verdict(name: str, verdict) -> None:
     """Into $BAKEOFF_GPU_VERDICTS when set: the GPU acceptance keeps the side-stream pair's
-    per-sample round trips, to weigh a settle rule against the hidden work it must charge."""
+    per-sample overhangs, the hidden work the device trace found and charged."""
     where = os.environ.get("BAKEOFF_GPU_VERDICTS")
     if where:
         Path(where).mkdir(parents=True, exist_ok=True)
