@@ -81,14 +81,15 @@ class Missing(Exception):
 
 
 class StreamAudit:
-    """The profiler around a workload's timed samples; a no-op on the host clock.
+    """The profiler around a workload's timed samples; a no-op on the host clock and where not
+    `enabled` (the frozen baseline: the user's own code, and an honest call's overhang is 0).
 
     Use: `warm()` once early; `with audit:` around calibration and the timed samples; inside,
     `with audit.call() as k:` around each call and `audit.mark(k)` right after its end event;
     then `audit.read(where, ids)` for the kept samples' overhangs in ms."""
 
-    def __init__(self, device: str):
-        self.on = device != "cpu"
+    def __init__(self, device: str, enabled: bool = True):
+        self.on = enabled and device != "cpu"
         self._warming: threading.Thread | None = None
         self._prof = None
         self._next = 0
@@ -142,11 +143,11 @@ class StreamAudit:
             with self._annotate(f"marker {k}"):
                 self._marker.add_(1)
 
-    def read(self, where: Path, ids: list[int]) -> list[float]:
-        """Overhang (ms) of each sample in `ids`, from the trace of the last `with` block;
-        zeros on the host clock. Raises `Missing` for samples the trace does not hold."""
+    def read(self, where: Path, ids: list[int]) -> list[float] | None:
+        """Overhang (ms) of each sample in `ids`, from the trace of the last `with` block; None
+        where nothing was audited. Raises `Missing` for samples the trace does not hold."""
         if self._prof is None:
-            return [0.0] * len(ids)
+            return None
         path = where / "device_trace.json"
         self._prof.export_chrome_trace(str(path))
         try:

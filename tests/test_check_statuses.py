@@ -98,7 +98,7 @@ def test_passed_verdict_carries_timing_speedup_and_costs(small_task, tmp_path):
         assert w.frozen_baseline_ms == baseline[w.workload]["median_ms"]
         assert w.speedup == pytest.approx(w.baseline_ms / t.median_ms)
         assert t.host_call_ms > 0
-        assert t.overhang_ms == [0.0] * 5  # the host clock has no streams to audit
+        assert t.overhang_ms == []  # the host clock has no streams to audit
         assert 0 <= w.max_rel_error <= w.tolerance == 2e-5
     assert verdict.speedup > 0 and verdict.device == "cpu"
     assert verdict.harness_seconds > 0 and verdict.candidate_seconds > 0

@@ -107,13 +107,16 @@ def test_a_sample_missing_from_the_trace_is_named():
     assert lost.value.none  # nothing of the harness's: the profiler recorded nothing
 
 
-def test_on_the_host_clock_the_audit_charges_nothing(tmp_path):
-    audit = StreamAudit("cpu")
+@pytest.mark.parametrize("device, enabled", [("cpu", True), ("cuda", False)])
+def test_where_nothing_is_audited_nothing_is_read(tmp_path, device, enabled):
+    audit = StreamAudit(device, enabled=enabled)  # the host clock; the frozen baseline
+    assert not audit.on
+    audit.warm()
     with audit:
         with audit.call() as k:
             pass
         audit.mark(k)
-    assert audit.read(tmp_path, [k]) == [0.0]
+    assert audit.read(tmp_path, [k]) is None
 
 
 class Audit:
