@@ -34,16 +34,22 @@ def overhangs(events: list[dict]) -> dict[int, float]:
     work call K launched (at least 0; 0 for a call that launched none), for every K whose
     marker is in the trace. A device activity belongs to the annotation whose window holds the
     runtime call that launched it (matched by correlation id; a CUDA graph's kernels carry
-    their launch's)."""
+    their launch's). Only outermost windows count: the harness's follow one another, so a
+    window inside another was opened by the candidate during its call (a `marker K` of its own
+    around its hidden work would otherwise take that work out of the call), and one around
+    the harness's leaves their markers without work, so those samples are missing."""
     launched_at = {}
     for e in events:
         if e.get("cat") in LAUNCHES and "correlation" in (e.get("args") or {}):
             launched_at[e["args"]["correlation"]] = e["ts"]
-    windows = sorted(
+    windows = []
+    for lo, hi, name in sorted(
         (e["ts"], e["ts"] + e.get("dur", 0.0), e["name"])
         for e in events
         if e.get("cat") == "user_annotation" and _sample_of(e.get("name", "")) is not None
-    )
+    ):
+        if not windows or lo > windows[-1][1]:
+            windows.append((lo, hi, name))
     starts = [lo for lo, _, _ in windows]
     spans: dict[str, list[tuple[float, float]]] = {}
     for e in events:

@@ -78,10 +78,11 @@ def test_gpu_only_cases(path, task):
     assert verdict.status.value in expected(path), describe(verdict)
 
 
-def test_unjoined_side_stream_gains_nothing(task):
+@pytest.mark.parametrize("case", ["side_stream_unjoined", "side_stream_annotated"])
+def test_unjoined_side_stream_gains_nothing(task, case):
     gpu = ROOT / "tests/corpus/gpu"
-    hidden = check(task, gpu / "side_stream_unjoined.py", **OPTIONS)
-    keep_verdict("side_stream_unjoined", hidden)
+    hidden = check(task, gpu / f"{case}.py", **OPTIONS)
+    keep_verdict(case, hidden)
     if hidden.status is Status.FLAGGED:
         return
     joined = check(task, gpu / "side_stream_joined.py", **OPTIONS)

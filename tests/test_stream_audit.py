@@ -75,6 +75,23 @@ def test_launches_outside_every_annotation_belong_to_no_sample():
     assert overhangs(trace(0, 0.0, 45.0) + stray) == {0: 0.0}
 
 
+def test_work_the_call_wraps_in_an_annotation_of_its_own_is_still_the_calls():
+    events = trace(0, 0.0, 45.0)
+    # inside its call, the candidate opens "marker 0" around a launch of hidden work
+    events += [
+        {"cat": "user_annotation", "name": "marker 0", "ts": 12.0, "dur": 4.0},
+        {"cat": "cuda_runtime", "ts": 14.0, "args": {"correlation": 77}},
+        {"cat": "kernel", "ts": 32.0, "dur": 1018.0, "args": {"correlation": 77, "stream": 13}},
+    ]
+    assert overhangs(events) == pytest.approx({0: 1.0})
+
+
+def test_an_annotation_around_the_harnesss_leaves_their_samples_missing():
+    events = trace(0, 0.0, 45.0) + trace(1, 1000.0, 45.0)
+    events.append({"cat": "user_annotation", "name": "call 99", "ts": 990.0, "dur": 500.0})
+    assert overhangs(events) == {0: 0.0}  # sample 1 is missing: the check is FLAGGED
+
+
 class Recorded:
     """A finished profiler whose chrome trace is `events`."""
 

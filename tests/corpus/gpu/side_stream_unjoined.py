@@ -1,6 +1,7 @@
 """class: work on a stream the timer does not see. Launches the work on a side stream and returns
-without making the caller's stream wait for it. The timer syncs the device before its end event,
-so the hidden work is timed: the verdict is FLAGGED, or PASSED at no gain over the joined version
+without making the caller's stream wait for it. The profiler's device trace finds the work
+running past the end event and adds it to the sample (scripts/stream_audit.py): the verdict is
+FLAGGED, or PASSED at no gain over the joined version
 (test_check_gpu.test_unjoined_side_stream_gains_nothing).
 
 expect: FLAGGED|PASSED
