@@ -171,7 +171,9 @@ def test_nightly_detects_a_slowed_winner_and_passes_an_unchanged_one(
     kernel = winner / "kernel.py"  # the same answer, forty times the work
     kernel.write_text(kernel.read_text().replace("    variance =", SLOW + "    variance ="))
     state = regression(str(suite), artifact_key="test-regress", return_state=True, **common)
-    assert state.is_failed() and "regression in rmsnorm" in state.message
+    assert state.is_failed() and "regression in rmsnorm" in state.message, [  # what it compared
+        (r["changes"], r["baseline_changes"]) for r in state.result()
+    ]
     summary = next((tmp_path / "nightly").glob("*/summary.md")).read_text()
     assert "| rmsnorm | regression:" in summary and "beyond both spreads" in summary
     with get_client(sync_client=True) as client:
