@@ -12,8 +12,8 @@ when the caller's stream reaches the marker), so nothing is charged for host jit
 
 On the H200 (benchmarks/results/stream_audit_*_h200.json) the overhang read 0 for honest and
 joined calls and 0.019-0.021 ms and 0.97-0.99 ms for 0.02 and 1 ms left on a side stream, in
-eager, torch.compile default and max-autotune (CUDA graphs); the event-timed medians moved by at
-most 1% under the profiler where its gate held. The profiler's first start in a process takes
+eager, torch.compile default and max-autotune (CUDA graphs); where the gate held, the event-timed
+medians of calls of 100 us or more moved -0.5% to +0.8% under the profiler. The profiler's first start in a process takes
 4-6 s there, so `warm` starts it on a thread of its own while the candidate loads and compiles.
 """
 
