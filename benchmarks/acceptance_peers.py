@@ -20,7 +20,14 @@ softmax). So each candidate is timed a second time by the same do_bench with its
 repeated until it outlasts the host's queueing of one call (`head_start_flushes`, from
 `host_queue_ms` measured here): the device then finds the call queued when it reaches the
 start event, as the harness's gate arranges. Where the two figures agree, do_bench was not
-host-bound. With `--loop N`, calls the candidate N times with a
+host-bound.
+
+Two diagnostics for the coordinate-descent candidates, which read 2-13% over do_bench in the
+harness at cca8cc8 while every other kind read within 2%: `cache` says whether this process
+ran the harness's compiled code (Inductor's FX-graph cache hits and misses, and the files it
+added to the candidate's cache: a `.best_config` added is a kernel tuned again here), and
+`do_bench_profiled_ms` is plain do_bench with torch.profiler recording CUDA activity, as
+the harness's candidate process records its timed samples. With `--loop N`, calls the candidate N times with a
 synchronise after each (for `ncu --clock-control none` to time its kernels) and prints nothing;
 `--dirty` writes a 256 MB buffer before each call, as do_bench and the harness flush, so the
 kernel starts on an L2 full of dirty lines (run that under `ncu --cache-control none`: ncu's
@@ -118,6 +125,36 @@ def do_bench_head_start(fn, flushes: int) -> float:
         del driver.clear_cache
 
 
+def cache_files(cache: str | None) -> set[str]:
+    """The files under a candidate's compiler cache, relative to it."""
+    if not cache or not Path(cache).is_dir():
+        return set()
+    return {str(f.relative_to(cache)) for f in Path(cache).rglob("*") if f.is_file()}
+
+
+def cache_use(before: set[str], after: set[str]) -> dict:
+    """What this process did with the harness's cache: FX-graph hits and misses (Inductor's
+    counters), files it added, and which of those are tuned configurations."""
+    from torch._dynamo.utils import counters
+
+    added = sorted(after - before)
+    return {
+        "fxgraph_hits": counters["inductor"]["fxgraph_cache_hit"],
+        "fxgraph_misses": counters["inductor"]["fxgraph_cache_miss"],
+        "files_added": len(added),
+        "best_configs_added": [f for f in added if f.endswith(".best_config")],
+    }
+
+
+def do_bench_profiled(fn) -> float:
+    """Plain do_bench (median) while torch.profiler records CUDA activity."""
+    from torch.profiler import ProfilerActivity, profile
+    from triton.testing import do_bench
+
+    with profile(activities=[ProfilerActivity.CUDA]):
+        return do_bench(fn, warmup=25, rep=100, return_mode="median")
+
+
 def main(argv: list[str]) -> int:
     from triton import runtime
     from triton.testing import do_bench
@@ -136,6 +173,11 @@ def main(argv: list[str]) -> int:
     for item in rest or ["baseline=baseline"]:
         name, path, cache = parse(item)
         use_caches(cache)
+        before = cache_files(cache)
+        if "torch._dynamo" in sys.modules:
+            from torch._dynamo.utils import counters
+
+            counters.clear()
         t0 = time.perf_counter()
         fn, args = load(task, path)
         fn(*args)
@@ -157,6 +199,9 @@ def main(argv: list[str]) -> int:
         flushes = int(min(64, max(1, math.ceil(1.5 * queue / max(one, 1e-3)) + 1)))
         line |= {"host_queue_ms": queue, "flush_ms": one, "head_start_flushes": flushes}
         line["do_bench_head_start_ms"] = do_bench_head_start(call, flushes) if flushes > 1 else ms
+        line["do_bench_profiled_ms"] = do_bench_profiled(call)
+        if "torch._dynamo" in sys.modules:
+            line["cache"] = cache_use(before, cache_files(cache))
         print(json.dumps(line), flush=True)
     return 0
 
