@@ -251,28 +251,31 @@ def gpu_path_digest() -> str:
     return h.hexdigest()
 
 
-def merged(record: dict, old: dict | None) -> dict:
+def merged(record: dict, old: dict) -> dict:
     """This call's record added to the committed record of an earlier call whose GPU path was
     the same code (a whole acceptance takes more than one device call): a problem or check run
-    again replaces the earlier one; `calls` names each call's commit and what it ran."""
-    same = old and old.get("gpu_path_sha256", old.get("commit")) in (
-        record["gpu_path_sha256"],
-        record["commit"],
-    )
+    again replaces the earlier one; `calls` names each call's commit and what it ran. (A record
+    older than the hash merges only at the same commit.)"""
+    if "gpu_path_sha256" in old:
+        same = old["gpu_path_sha256"] == record["gpu_path_sha256"]
+    else:
+        same = old.get("commit") == record["commit"]
     if not same:
-        was = old and (old.get("gpu_path_sha256") or old.get("commit"))
+        was = old.get("gpu_path_sha256") or old.get("commit")
         print(f"  --merge: the record's GPU path is {was!r}, not this call's: not merged")
         return record
     done = {p["problem"] for p in record["problems"] if p["reached"]}
     kept = [p for p in old["problems"] if p["problem"] not in done and p["reached"]]
-    problems = list({p["problem"]: p for p in kept + record["problems"]}.values())
+    unreached = [p for p in record["problems"] if not p["reached"]]
+    problems = kept + [p for p in record["problems"] if p["reached"]]
+    problems += [p for p in unreached if p["problem"] not in {q["problem"] for q in problems}]
     rows = [r for r in old["rows"] if r["problem"] not in done] + record["rows"]
     redone = {t["problem"] for t in record["identical_twice"]}
     twice = [t for t in old["identical_twice"] if t["problem"] not in redone]
-    ncu = {
-        k: v if v is not None else (old.get("ncu") or {}).get(k) for k, v in record["ncu"].items()
-    }
-    out = record | {"problems": problems, "rows": rows, "identical_twice": twice + record["identical_twice"], "ncu": ncu}  # fmt: skip
+    twice += record["identical_twice"]
+    old_ncu = old.get("ncu") or {}
+    ncu = {k: v if v is not None else old_ncu.get(k) for k, v in record["ncu"].items()}
+    out = record | {"problems": problems, "rows": rows, "identical_twice": twice, "ncu": ncu}
     if record["corpus_rc"] is None:
         out |= {k: old.get(k) for k in ("corpus_rc", "corpus")}
     if not record["side_streams"]:

@@ -158,6 +158,14 @@ def test_calls_whose_gpu_path_is_the_same_code_merge_into_one_record():
     assert len(record["rows"]) == 3  # cross_entropy's row is the second call's only
 
 
+def test_a_problem_a_later_call_did_not_reach_keeps_the_earlier_calls_run():
+    first = call_record("aaa", "same", ["layernorm"], corpus_rc=0)
+    second = call_record("bbb", "same", [])
+    second["problems"] = [{"problem": "layernorm", "reached": False}]
+    record = gpu_acceptance.merged(second, first)
+    assert record["problems"] == first["problems"] and record["rows"] == first["rows"]
+
+
 def test_a_record_of_other_gpu_path_code_is_not_merged():
     first = call_record("aaa", "old", ["layernorm"], corpus_rc=0)
     second = call_record("bbb", "new", ["conv_relu_bias"])
