@@ -22,12 +22,14 @@ repeated until it outlasts the host's queueing of one call (`head_start_flushes`
 start event, as the harness's gate arranges. Where the two figures agree, do_bench was not
 host-bound.
 
-Two diagnostics for the coordinate-descent candidates, which read 2-13% over do_bench in the
+Two diagnostics for the coordinate-descent candidates, which read 1-13% over do_bench in the
 harness at cca8cc8 while every other kind read within 2%: `cache` says whether this process
 ran the harness's compiled code (Inductor's FX-graph cache hits and misses, and the files it
 added to the candidate's cache: a `.best_config` added is a kernel tuned again here), and
 `do_bench_profiled_ms` is plain do_bench with torch.profiler recording CUDA activity, as
-the harness's candidate process records its timed samples. With `--loop N`, calls the candidate N times with a
+the harness's candidate process records its timed samples.
+
+With `--loop N`, calls the candidate N times with a
 synchronise after each (for `ncu --clock-control none` to time its kernels) and prints nothing;
 `--dirty` writes a 256 MB buffer before each call, as do_bench and the harness flush, so the
 kernel starts on an L2 full of dirty lines (run that under `ncu --cache-control none`: ncu's
@@ -79,8 +81,8 @@ def parse(item: str) -> tuple[str, str | None, str | None]:
 
 
 def host_queue_ms(fn, args, calls: int = 20) -> float:
-    """The host's time to queue one call (median of `calls`, the device given a head start by
-    a long flush train so that it never holds the host back)."""
+    """The host's time to queue one call (median of `calls`; each call is queued behind a device
+    spin of about 10 ms, so the device never holds the host back)."""
     times = []
     for _ in range(calls):
         torch.cuda.synchronize()
