@@ -111,6 +111,16 @@ def _median(lists) -> float | None:
     return statistics.median(values) if values else None
 
 
+def candidate_cache(run_dir: Path, ref: dict, identity: str) -> Path:
+    """The compiler cache a check of the run used (tasks/evaluate.py): the candidate's own, or
+    for the frozen input checked as a candidate, the baseline's."""
+    from scripts.freeze import run_baseline_cache
+
+    if ref.get("mode") == "baseline":
+        return run_baseline_cache(run_dir / "task")
+    return run_dir / "compile-cache" / identity
+
+
 def checked(run_dir: Path) -> list[dict]:
     """Every distinct check of a bake-off (tasks.evaluate keeps one per candidate identity)."""
     rows = []
@@ -123,7 +133,7 @@ def checked(run_dir: Path) -> list[dict]:
             {
                 "name": ref["name"],
                 "path": ref["path"],
-                "cache": str(run_dir / "compile-cache" / path.stem),
+                "cache": str(candidate_cache(run_dir, ref, path.stem)),
                 "status": v["status"],
                 "reason": (v.get("reason") or "")[:300],
                 "harness_ms": statistics.median(w["timing"]["median_ms"] for w in timed)

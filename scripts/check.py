@@ -115,11 +115,25 @@ def _usable(task_dir: Path, candidate: Path) -> tuple[Path, Path]:
     return task_dir, candidate
 
 
-def judge_baseline(staging: Path, *, timeout_s: float = 300.0, **options) -> Verdict:
+def judge_baseline(
+    staging: Path,
+    *,
+    timeout_s: float = 300.0,
+    baseline_cache_dir: Path | None = None,
+    **options,
+) -> Verdict:
     """Check and time the frozen baseline of a staging directory (freeze, before its manifest):
-    the same path as every candidate, so the baseline's timing is the one denominator."""
+    the same path as every candidate, so the baseline's timing is the one denominator.
+    `baseline_cache_dir` keeps its compilers' caches (the run's, which its checks use)."""
+    cache = str(Path(baseline_cache_dir).resolve()) if baseline_cache_dir else None
     request = _request(
-        Path(staging), None, freezing=True, candidate_env=None, timeout_s=timeout_s, **options
+        Path(staging),
+        None,
+        freezing=True,
+        candidate_env=None,
+        timeout_s=timeout_s,
+        baseline_cache_dir=cache,
+        **options,
     )
     return _run_judge(request, None, None)
 

@@ -8,10 +8,15 @@ Layout of a task directory:
   baseline.json      smoke result and timing per timed workload: the one denominator of every
                      speedup; `checked_only` holds the result at each correctness-only size
   MANIFEST.json      sha256 of every file; `oracle_sha256` identifies the inputs (sources + spec)
+
+Frozen into a run directory (`RUN/task`, as `bakeoff run` does), the baseline's compilers keep
+their caches beside it, in `RUN/compile-cache/<baseline_cache_key>/`: the freeze's own build of
+a CUDA C++, Triton or torch.compile baseline is the one every check of the run then loads.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import tempfile
@@ -26,6 +31,27 @@ from scripts.untrusted import load_spec  # imports the input in the sandbox, not
 from scripts.verdict import Status
 
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".git")
+RUN_TASK = "task"  # a task directory of this name sits in a run directory (runs/<op>-<hash>/)
+CACHES = "compile-cache"  # beside it: the compilers' caches of the run, one per source
+
+
+def baseline_cache_key(src_dir: Path) -> str:
+    """The name of the frozen baseline's compiler cache: its sources and torch's version, what
+    a build of them depends on. Freeze knows both before the task's manifest exists, so its
+    own build lands where the run's checks look for it (tasks/evaluate.py)."""
+    import torch
+
+    files = json.dumps({"src": manifest.build(src_dir), "torch": torch.__version__}, sort_keys=True)
+    return "baseline-" + hashlib.sha256(files.encode()).hexdigest()[:16]
+
+
+def run_baseline_cache(task_dir: Path, src_dir: Path | None = None) -> Path | None:
+    """The baseline's compiler cache of the run directory holding `task_dir`; None for a task
+    outside one. `src_dir`: the sources to key it by, when they are not yet in `task_dir`."""
+    task_dir = Path(task_dir)
+    if task_dir.name != RUN_TASK:
+        return None
+    return task_dir.parent / CACHES / baseline_cache_key(src_dir or task_dir / "baseline_src")
 
 
 def _write_json(path: Path, data) -> None:
@@ -78,16 +104,22 @@ def freeze(
         spec = untrusted.other_sizes(spec, src_dir)  # imports the input: in the sandbox
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    cache = None
     try:
         shutil.copytree(src_dir, staging / "baseline_src", ignore=IGNORED)
         _write_json(staging / "spec.json", spec.model_dump(mode="json"))
         _write_json(staging / "fingerprint.json", fingerprint())
         measure = measure or measure_baseline
-        _write_json(staging / "baseline.json", measure(spec, staging))
+        cache = run_baseline_cache(out, staging / "baseline_src")
+        found = cache is not None and cache.exists()
+        options = {"baseline_cache_dir": cache} if cache else {}
+        _write_json(staging / "baseline.json", measure(spec, staging, **options))
         manifest.write(staging)
         staging.rename(out)
     except BaseException:
         _remove(staging)
+        if cache is not None and not found and cache.exists():
+            _remove(cache)  # the build of a baseline that did not freeze
         raise
     return out
 

@@ -121,3 +121,54 @@ def test_a_compiled_baseline_is_built_once_for_the_checks_beside_it(tmp_path):
             graphs = compiled_graphs(base_cache)
             assert graphs, "the baseline's run beside the candidate compiled into its cache"
         assert compiled_graphs(base_cache) == graphs  # the second check compiled nothing new
+
+
+# A baseline that builds into the compilers' cache once and loads from it after, as a load_inline
+# CUDA C++ baseline does (its build directory is under XDG_CACHE_HOME); each build is logged there.
+BUILT_ONCE = """
+
+import os as _os
+from pathlib import Path as _Path
+
+_eager = rmsnorm
+
+
+def rmsnorm(x, weight, eps=1e-6):
+    cache = _os.environ.get("XDG_CACHE_HOME")
+    if cache and not (_Path(cache) / "built").exists():
+        _Path(cache).mkdir(parents=True, exist_ok=True)
+        with open(_Path(cache) / "builds.log", "a") as log:
+            log.write(f"{_os.getpid()}\\n")
+        (_Path(cache) / "built").write_text("")
+    return _eager(x, weight, eps)
+"""
+
+
+@pytest.mark.slow
+def test_a_baseline_frozen_into_a_run_is_built_by_its_freeze_alone(prefect_api, tmp_path):
+    from scripts.freeze import freeze, run_baseline_cache
+    from tasks.backends.base import baseline_candidate
+    from tasks.models import CandidateRef
+
+    op = tmp_path / "op"
+    shutil.copytree(EXAMPLES / "rmsnorm_torch", op)
+    (op / "kernel.py").write_text((op / "kernel.py").read_text() + BUILT_ONCE)
+    task = freeze(op, tmp_path / "run" / "task")  # where `bakeoff run` freezes
+    builds = run_baseline_cache(task) / "builds.log"
+    assert len(builds.read_text().splitlines()) == 1, "the freeze built into the run's cache"
+
+    store = LaneStore(tmp_path / "run" / "discover")
+    evaluator = Evaluator(task, store, {}, 240, samples=3)
+    deadline = Deadline(600)
+    first = baseline_candidate(BuildContext.load(task, store.work_dir))  # Discover's first check
+    other = CandidateRef(
+        name="eager", language="torch", mode="optimize", path=str(EXAMPLES / "rmsnorm_torch")
+    )
+    for ref in (first, other):
+        result = evaluator.check(ref, deadline)
+        assert result.verdict.passed, result.verdict.reason
+        assert result.verdict.workloads[0].baseline_timing is not None  # the baseline beside it
+    # neither the baseline's runs beside the checks nor the frozen input as a candidate built it
+    assert len(builds.read_text().splitlines()) == 1
+    caches = {p.name for p in (tmp_path / "run" / "compile-cache").iterdir()}
+    assert builds.parent.name in caches and evaluator._key(first) not in caches
