@@ -511,8 +511,9 @@ def judge(record: dict) -> dict:
             slower[p["problem"]] = gap
         win = next((r for r in mine if r["name"] == p["winner"]), None)
         base = next((r for r in mine if r["name"] == "baseline"), None)
-        if win and base and reference_ms(win) and reference_ms(base):
-            theirs = reference_ms(base) / reference_ms(win)
+        pair = _speedup_pair(base, win) if win and base else None
+        if pair:
+            theirs = pair[0] / pair[1]
             disagree[p["problem"]] = {
                 "harness": p["winner_speedup"],
                 "do_bench": theirs,
@@ -552,15 +553,25 @@ def ncu_aim(aims: dict, ncu: dict, single: dict | None) -> None:
     aim(aims, "device time vs ncu (single kernel)", target, value, gap is not None and gap <= 0.03)
 
 
+SMALLEST_MS = 0.01  # under 10 us do_bench times launch gaps, head start or not (softmax_triton)
+
+
 def _winner_vs_peers(problem: dict, rows: list[dict]) -> dict | None:
     """The bake-off's winner (the baseline where it kept it) against the fastest of its do_bench
     peers (eager, compile default, max-autotune, coordinate descent), each by `reference_ms`;
     a host-bound row of an older record, without a head-start figure, by the harness's device
-    time, which is what the bake-off ranks on. The value names the host-bound rows."""
+    time, which is what the bake-off ranks on. So is every row of a problem whose fastest peer
+    is under 10 us, outside both device-time aims: do_bench there read 4.8-8.1 us for calls the
+    harness timed at 4.2-4.6 (e3789ba). The value names the host-bound rows, and `by` says
+    when the device time was used for all."""
     figures = {}
     for r in rows:
         if r["name"] in PEER_KINDS and r.get("do_bench_ms") and r.get("harness_ms"):
             figures[r["name"]] = (reference_ms(r) or r["harness_ms"], _host_bound(r))
+    tiny = bool(figures) and min(ms for ms, _ in figures.values()) < SMALLEST_MS
+    if tiny:
+        by_name = {r["name"]: r["harness_ms"] for r in rows}
+        figures = {n: (by_name[n], host) for n, (_, host) in figures.items()}
     mine_name = problem["winner"] or "baseline"
     if mine_name not in figures:
         return {"winner": mine_name, "not_compared": "the winner has no do_bench figure"}
@@ -575,7 +586,20 @@ def _winner_vs_peers(problem: dict, rows: list[dict]) -> dict | None:
         "best_peer_ms": figures[best][0],
         "gap": mine_ms / figures[best][0] - 1,
         "host_bound": sorted(n for n, (_, host) in figures.items() if host),
-    }
+    } | ({"by": "the harness's device time: the fastest peer is under 10 us"} if tiny else {})
+
+
+def _speedup_pair(base: dict, win: dict) -> tuple[float, float] | None:
+    """do_bench's figures for the baseline and the winner, taken the same way: with the head
+    start for both where either is host-bound (softmax_small at e3789ba: eager 0.01952 plain,
+    0.01914 with it; the winner 0.01539 with it), else `reference_ms` of each."""
+    if (_host_bound(base) or _host_bound(win)) and all(
+        r.get("do_bench_head_start_ms") for r in (base, win)
+    ):
+        return base["do_bench_head_start_ms"], win["do_bench_head_start_ms"]
+    if reference_ms(base) and reference_ms(win):
+        return reference_ms(base), reference_ms(win)
+    return None
 
 
 def _host_bound(row) -> bool:

@@ -186,3 +186,34 @@ def test_the_gpu_path_digest_is_of_the_files_the_hook_watches(tmp_path, monkeypa
     assert gpu_acceptance.gpu_path_digest() == before
     (tmp_path / "tasks" / "a.py").write_text("x = 2\n")
     assert gpu_acceptance.gpu_path_digest() != before
+
+
+def test_a_problem_whose_fastest_peer_is_under_10_us_is_compared_on_device_time():
+    # examples/softmax_triton at e3789ba: the kept Triton kernel and compile default within 2%
+    # on the device; do_bench, head start included, read launch gaps 17% apart
+    kept = row("baseline", 0.004272, 0.005184, 0.132) | {"do_bench_head_start_ms": 0.005664}
+    fused = row("torch-compile-default", 0.004192, 0.008128, 0.21)
+    fused["do_bench_head_start_ms"] = 0.004832
+    aims = judge([kept, fused], [problem(None, None, 0.005184)], [])
+    gap = aims["winner not slower than the best peer"]["value"]["p"]
+    assert gap["by"].startswith("the harness's device time")
+    assert gap["best_peer"] == "torch-compile-default"
+    assert abs(gap["gap"] - (0.004272 / 0.004192 - 1)) < 1e-9
+    assert aims["winner not slower than the best peer"]["met"]
+    # the same figures ten times larger are compared on do_bench, and miss the aim
+    big = [r | {k: v * 10 for k, v in r.items() if k.endswith("_ms")} for r in (kept, fused)]
+    aims = judge(big, [problem(None, None, 0.05184)], [])
+    gap = aims["winner not slower than the best peer"]["value"]["p"]
+    assert "by" not in gap and not aims["winner not slower than the best peer"]["met"]
+
+
+def test_the_winners_speedup_is_checked_against_do_bench_figures_taken_the_same_way():
+    # softmax_small at e3789ba: the winner's plain do_bench was the host's pace, eager's was not
+    eager = row("baseline", 0.019632, 0.019520, 0.173) | {"do_bench_head_start_ms": 0.019136}
+    cd = row("torch-compile-coordinate-descent", 0.015200, 0.025184, 0.438)
+    cd["do_bench_head_start_ms"] = 0.015392
+    won = problem("torch-compile-coordinate-descent", 0.025184, 0.019520, 1.2232)  # the verdict's
+    aims = judge([eager, cd], [won], [])
+    value = aims["winner's speedup vs do_bench's"]["value"]["p"]
+    assert abs(value["do_bench"] - 0.019136 / 0.015392) < 1e-9  # both with the head start
+    assert aims["winner's speedup vs do_bench's"]["met"]
