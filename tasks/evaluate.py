@@ -26,6 +26,7 @@ with cores to spare they overlap instead of queueing behind one another's timed 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -181,6 +182,7 @@ class Evaluator:
     def _key(self, ref: CandidateRef) -> str:
         return identity(Path(self.task_dir), ref, self.samples, self.check_timeout_s)
 
+    @functools.cached_property
     def _baseline_cache(self) -> Path:
         """The frozen baseline's cache, beside every check of this task, keyed by its sources:
         in a run directory, the one its freeze built into (`scripts.freeze.run_baseline_cache`)."""
@@ -194,7 +196,7 @@ class Evaluator:
         check) shares the baseline's, whose build it is: a CUDA C++ baseline is not built again
         for it (50 s on the H200 for examples/rmsnorm_cuda)."""
         if ref.mode == "baseline":
-            return self._baseline_cache()
+            return self._baseline_cache
         return self.shared / CACHES / key
 
     def check(self, ref: CandidateRef, deadline: Deadline) -> CandidateResult:
@@ -220,7 +222,7 @@ class Evaluator:
                 self.samples,
                 str(self.store.check_dir(_dir_name(ref.name))),
                 str(self._cache_dir(ref, key)),
-                str(self._baseline_cache()),
+                str(self._baseline_cache),
             )
             if result.verdict.status.value != "HARNESS_ERROR":
                 write_json(kept, result)
