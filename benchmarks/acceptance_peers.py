@@ -68,10 +68,13 @@ def load(task: Path, candidate: str | None):
 
 
 def use_caches(cache: str | None) -> None:
-    """Point Inductor and Triton at a candidate's caches (both read these at compile time)."""
+    """Point Inductor, Triton and torch's C++/CUDA extension builds (under XDG_CACHE_HOME) at a
+    candidate's caches, as the harness's candidate process has them (`scripts.judge.child_env`);
+    each reads its variable when it compiles."""
     if cache:
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(Path(cache) / "inductor")
         os.environ["TRITON_CACHE_DIR"] = str(Path(cache) / "triton")
+        os.environ["XDG_CACHE_HOME"] = str(cache)
 
 
 def parse(item: str) -> tuple[str, str | None, str | None]:

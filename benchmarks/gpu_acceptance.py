@@ -133,6 +133,7 @@ def checked(run_dir: Path) -> list[dict]:
             {
                 "name": ref["name"],
                 "path": ref["path"],
+                "env": ref.get("env") or {},
                 "cache": str(candidate_cache(run_dir, ref, path.stem)),
                 "status": v["status"],
                 "reason": (v.get("reason") or "")[:300],
@@ -188,12 +189,29 @@ def corpus_samples(where: Path) -> dict:
     return found
 
 
-def peers(task: Path, rows: list[dict], timeout: float) -> dict:
+def peer_items(run_dir: Path, rows: list[dict]) -> list[str]:
+    """`acceptance_peers`' NAME=CANDIDATE@CACHE items: every candidate that passed (a Triton or
+    CUDA C++ lane's too, so every kind has its do_bench figure), read from the cache its check
+    filled, and the frozen baseline from the run's baseline cache, which its freeze built (a
+    CUDA C++ baseline is not built again: 50 s on the H200). A candidate with an environment
+    of its own (a tuned library's settings) is left out: this process cannot give it one."""
+    from scripts.freeze import run_baseline_cache
+
+    cache = run_baseline_cache(run_dir / "task")
+    items = [f"baseline=baseline@{cache}"]
+    items += [
+        f"{r['name']}={r['path']}@{r['cache']}"
+        for r in rows
+        if r["status"] == "PASSED" and r["name"] != "baseline" and not r.get("env")
+    ]
+    return list(dict.fromkeys(items))
+
+
+def peers(run_dir: Path, rows: list[dict], timeout: float) -> dict:
     """Per candidate, the peers process's line: do_bench's median, the SM clock read right
     after it, and do_bench again with a head start (`acceptance_peers`)."""
-    items = ["baseline=baseline"]
-    items += [f"{r['name']}={r['path']}@{r['cache']}" for r in rows if r["name"] in PEER_KINDS]
-    items = list(dict.fromkeys(items))
+    items = peer_items(run_dir, rows)
+    task = run_dir / "task"
     rc, out, _ = sh(
         [sys.executable, "-m", "benchmarks.acceptance_peers", str(task), *items], timeout
     )
@@ -375,7 +393,7 @@ def main(argv: list[str]) -> int:
         (out / f"{name}.log").write_text(text)
         report = json.loads((run_dir / "report.json").read_text()) if rc == 0 else None
         checks = checked(run_dir)
-        found = peers(run_dir / "task", checks, max(30.0, min(240.0, left() - 20)))
+        found = peers(run_dir, checks, max(30.0, min(240.0, left() - 20)))
         for r in checks:
             r["problem"] = name
             r["kind"] = PEER_KINDS.get(r["name"], "")
@@ -386,7 +404,7 @@ def main(argv: list[str]) -> int:
                 r["ratio"] = r["harness_ms"] / reference_ms(r)
         rows += checks
         winner = report["winner"] if report else None
-        bench = {n: d["do_bench_ms"] for n, d in found.items()}
+        bench = {n: d["do_bench_ms"] for n, d in found.items() if n in PEER_KINDS}
         best_peer = min(bench.values()) if bench else None
         win_row = next((r for r in checks if winner and r["name"] == winner["name"]), None)
         entry = {

@@ -217,3 +217,25 @@ def test_the_winners_speedup_is_checked_against_do_bench_figures_taken_the_same_
     value = aims["winner's speedup vs do_bench's"]["value"]["p"]
     assert abs(value["do_bench"] - 0.019136 / 0.015392) < 1e-9  # both with the head start
     assert aims["winner's speedup vs do_bench's"]["met"]
+
+
+def test_every_candidate_that_passed_gets_a_do_bench_peer_from_the_cache_its_check_used(
+    tmp_path,
+):
+    from scripts.freeze import run_baseline_cache
+
+    run = tmp_path / "run"
+    (run / "task" / "baseline_src").mkdir(parents=True)
+    (run / "task" / "baseline_src" / "kernel.py").write_text("# the frozen input\n")
+    rows = [
+        {"name": "baseline", "path": "/c/baseline", "cache": "/x", "status": "PASSED"},
+        {"name": "cuda-defines-1", "path": "/c/cuda", "cache": "/k1", "status": "PASSED"},
+        {"name": "torch-compile-default", "path": "/c/tc", "cache": "/k2", "status": "PASSED"},
+        {"name": "wrong", "path": "/c/wrong", "cache": "/k3", "status": "INCORRECT_NUMERICAL"},
+        {"name": "tuned", "path": "/c/t", "cache": "/k4", "status": "PASSED", "env": {"A": "1"}},
+    ]
+    assert gpu_acceptance.peer_items(run, rows) == [
+        f"baseline=baseline@{run_baseline_cache(run / 'task')}",  # the freeze's build
+        "cuda-defines-1=/c/cuda@/k1",
+        "torch-compile-default=/c/tc@/k2",
+    ]
