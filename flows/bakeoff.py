@@ -38,6 +38,7 @@ from flows.worker_output import outlive_worker
 from tasks.agents import check_agents
 from tasks.request import BakeoffRequest, resolve_lanes, validate
 from tasks.results import LaneConfig, LaneResult, Report
+from tasks.run_lock import run_lock
 from tasks.run_store import RunStore, default_run_dir, lane_cache_key, now
 
 MAX_LANES_AT_ONCE = 64  # lanes beyond the devices wait for a lease anyway
@@ -268,88 +269,90 @@ def bakeoff(
         Path(kernel_path), Path(runs_root), req.mode, req.target_language
     )
     run_root = Path(run_root).resolve()
-    store = RunStore(run_root)
-    attempt = str(flow_run.id or uuid.uuid4())
-    previous = store.progress()
-    if previous.get("phase") == "starting":  # `bakeoff run` marked it: the one before counts
-        previous = previous.get("previous") or {}
-    store.set_phase("freeze", reset=True, attempt=attempt, mode=req.mode, lanes=[])
-    if req.fresh:  # verdicts kept for reuse within the run directory (tasks.evaluate)
-        shutil.rmtree(run_root / "checked", ignore_errors=True)
-    with subflows_without_heartbeats():
-        frozen = freeze(
-            str(Path(kernel_path).resolve()),
-            str(store.task_dir),
-            req.pool,
-            specs_root=str(Path(runs_root).resolve()),
-        )
-        if frozen.source.written:  # oracle_freezer wrote the spec: kept here, said once
-            from tasks.agents.freezer import record_in
+    with run_lock(run_root):  # one bake-off at a time here (tasks/run_lock.py)
+        store = RunStore(run_root)
+        attempt = str(flow_run.id or uuid.uuid4())
+        previous = store.progress()
+        if previous.get("phase") == "starting":  # `bakeoff run` marked it: the one before counts
+            previous = previous.get("previous") or {}
+        store.set_phase("freeze", reset=True, attempt=attempt, mode=req.mode, lanes=[])
+        if req.fresh:  # verdicts kept for reuse within the run directory (tasks.evaluate)
+            shutil.rmtree(run_root / "checked", ignore_errors=True)
+        with subflows_without_heartbeats():
+            frozen = freeze(
+                str(Path(kernel_path).resolve()),
+                str(store.task_dir),
+                req.pool,
+                specs_root=str(Path(runs_root).resolve()),
+            )
+            if frozen.source.written:  # oracle_freezer wrote the spec: kept here, said once
+                from tasks.agents.freezer import record_in
 
-            store.set_phase("freeze", spec=record_in(run_root, frozen.source))
-            logger.info(f"the op spec oracle_freezer wrote is kept as {run_root / 'op.toml'}")
-        logger.info(phases.frozen_line(frozen))
-        discovered, warnings = None, []
-        if req.mode == "bakeoff":
-            store.set_phase("discover")
-            discovered = _discover(req, frozen, run_root, warnings)
-            if discovered is not None:  # op_benchmarker's author plan, where a model answers it
-                from tasks.agents.judgment import plan_authors
+                store.set_phase("freeze", spec=record_in(run_root, frozen.source))
+                logger.info(f"the op spec oracle_freezer wrote is kept as {run_root / 'op.toml'}")
+            logger.info(phases.frozen_line(frozen))
+            discovered, warnings = None, []
+            if req.mode == "bakeoff":
+                store.set_phase("discover")
+                discovered = _discover(req, frozen, run_root, warnings)
+                if discovered is not None:  # op_benchmarker's author plan, where a model answers it
+                    from tasks.agents.judgment import plan_authors
 
-                discovered = plan_authors(
-                    discovered, frozen.task_dir, str(run_root), req.agents, logger.info
-                )
-            logger.info(phases.discover_line(discovered))
-        specs, plan_warnings = resolve_lanes(
-            frozen.language,
-            req.mode,
-            target_language=req.target_language,
-            backends=req.backends,
-            plan=discovered.plan if discovered else None,
-        )
-        warnings += plan_warnings
-        for w in warnings:
-            logger.warning(w)
-        configs = _configs(req, frozen, specs, run_root, attempt)
-        if seed:  # a campaign round (flows/campaign.py): every lane starts from the best so far
-            configs = [c.model_copy(update={"seed": seed}) for c in configs]
-        logger.info(
-            f"{len(configs)} lane(s): " + ", ".join(f"{c.lane.key}:{c.lane.mode}" for c in configs)
-        )
-        store.set_phase("lanes", lanes=[c.lane.key for c in configs])
-        reused = _reusable(req, configs, logger)
-        said = phases.resumed_line(previous, attempt, [k for k, v in reused.items() if v])
-        if said:
-            logger.info(said)
-        results = _run_lanes(req, configs, reused)
-        for result in results:
-            logger.info(phases.lane_line(result))
-        if req.mode == "bakeoff":  # one curated learned card for the whole bake-off
-            from tasks.agents.review import curate_bakeoff
+                    discovered = plan_authors(
+                        discovered, frozen.task_dir, str(run_root), req.agents, logger.info
+                    )
+                logger.info(phases.discover_line(discovered))
+            specs, plan_warnings = resolve_lanes(
+                frozen.language,
+                req.mode,
+                target_language=req.target_language,
+                backends=req.backends,
+                plan=discovered.plan if discovered else None,
+            )
+            warnings += plan_warnings
+            for w in warnings:
+                logger.warning(w)
+            configs = _configs(req, frozen, specs, run_root, attempt)
+            if seed:  # a campaign round (flows/campaign.py): every lane starts from the best so far
+                configs = [c.model_copy(update={"seed": seed}) for c in configs]
+            logger.info(
+                f"{len(configs)} lane(s): "
+                + ", ".join(f"{c.lane.key}:{c.lane.mode}" for c in configs)
+            )
+            store.set_phase("lanes", lanes=[c.lane.key for c in configs])
+            reused = _reusable(req, configs, logger)
+            said = phases.resumed_line(previous, attempt, [k for k, v in reused.items() if v])
+            if said:
+                logger.info(said)
+            results = _run_lanes(req, configs, reused)
+            for result in results:
+                logger.info(phases.lane_line(result))
+            if req.mode == "bakeoff":  # one curated learned card for the whole bake-off
+                from tasks.agents.review import curate_bakeoff
 
-            curate_bakeoff(results, frozen.task_dir, logger.info)
-        store.set_phase("report")
-        final = report(
-            str(kernel_path),
-            frozen.op,
-            req.mode,
-            str(run_root),
-            frozen.task_dir,
-            results,
-            discovered,
-            warnings,
-            history_url,
-            publish_artifacts=False,
-            agents=req.agents,
-        )
-    publish(final, scope=artifact_scope())  # on this run, the one a user opens
-    logger.info(phases.winner_line(final))
-    if apply_to_original:  # the winner onto a new branch of the input's repository
-        from tasks.apply.hook import apply_and_record
+                curate_bakeoff(results, frozen.task_dir, logger.info)
+            store.set_phase("report")
+            final = report(
+                str(kernel_path),
+                frozen.op,
+                req.mode,
+                str(run_root),
+                frozen.task_dir,
+                results,
+                discovered,
+                warnings,
+                history_url,
+                publish_artifacts=False,
+                agents=req.agents,
+            )
+        publish(final, scope=artifact_scope())  # on this run, the one a user opens
+        logger.info(phases.winner_line(final))
+        if apply_to_original:  # the winner onto a new branch of the input's repository
+            from tasks.apply.hook import apply_and_record
 
-        apply_and_record(final, discovered, logger)
-    store.set_phase("done", report=final.report_path)
-    return final
+            apply_and_record(final, discovered, logger)
+        store.set_phase("done", report=final.report_path)
+        return final
 
 
 def artifact_scope() -> str:

@@ -31,6 +31,7 @@ from tasks.freezing import freeze_isolated
 from tasks.gpu_pool import resolve
 from tasks.request import BakeoffRequest, validate
 from tasks.results import Report
+from tasks.run_lock import run_lock
 from tasks.run_store import LaneStore, RunStore, default_run_dir
 
 POLL_S = 0.25
@@ -204,6 +205,13 @@ def run(request: BakeoffRequest, as_json: bool = False, debug: bool = False) -> 
     unsafe = warning()  # candidates could read this user's processes' environment
     if unsafe:
         console.print(f"[bold red]{unsafe}[/]")
+    with run_lock(run_dir):  # a second bake-off here stops before it writes anything
+        return _run_locked(req, run_dir, specless, as_json, console)
+
+
+def _run_locked(
+    req: BakeoffRequest, run_dir: Path, specless: bool, as_json: bool, console: Console
+) -> int:
     freezing = Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),
