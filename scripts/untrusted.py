@@ -85,9 +85,14 @@ def load_spec(path: Path, **options):
         from scripts.formats.staging import scratch_dir
 
         keep = scratch_dir("spec")  # what the format writes there dies with its process
-        found = call(  # absolute: the sandbox runs in a directory of its own
-            "load_spec", str(path), path=str(path.resolve()), options=given, keep=str(keep)
-        )
+        found = {"src": ""}
+        try:
+            found = call(  # absolute: the sandbox runs in a directory of its own
+                "load_spec", str(path), path=str(path.resolve()), options=given, keep=str(keep)
+            )
+        finally:
+            if Path(found["src"]) != keep:  # nothing staged there: not left empty in /tmp
+                shutil.rmtree(keep, ignore_errors=True)
         _spec_cache[key] = (OpSpec.model_validate(found["spec"]), Path(found["src"]))
     return _spec_cache[key]
 
