@@ -17,11 +17,14 @@ run.
 A failure of the harness itself (HARNESS_ERROR) is checked once more with fresh interpreters,
 and is never kept for reuse.
 
-A caller that knows several candidates ahead (Discover) may `precompile` them first: their
-compiles run side by side (`precompile_jobs()` at once, on the device the caller holds, before
-any check), and each check then finds its compiler cache full. A compile is the host's work
-(Dynamo, Inductor and Triton codegen, a C++ build) and each candidate has one, so on a host
-with cores to spare they overlap instead of queueing behind one another's timed runs.
+A caller that knows several candidates ahead (Discover; a search lane, for the configurations
+its strategy proposes whatever the scores) may `precompile` them first: their compiles run side
+by side (`precompile_jobs()` at once, on the device the caller holds, before any check), and
+each check then finds its compiler cache full. A compile is the host's work (Dynamo, Inductor
+and Triton codegen, a C++ build) and each candidate has one, so on a host with cores to spare
+they overlap instead of queueing behind one another's timed runs. By default only C++ builds
+do (`BUILT_LANGUAGES`): one load_inline build took about 50 s on the H200, and a cuda lane
+makes one per candidate.
 """
 
 from __future__ import annotations
@@ -99,11 +102,19 @@ def identity(task_dir: Path, ref: CandidateRef, samples: int | None, timeout_s: 
 JOBS_VAR = "BAKEOFF_PRECOMPILE_JOBS"
 
 
-def precompile_jobs() -> int:
-    """Precompiles at once: BAKEOFF_PRECOMPILE_JOBS, else none (under 2, none runs). Off by
-    default because it did not pay on the H200 (0c4df87, docs/harness.md): four at once took
-    32-36 s for Discover's three torch.compile candidates, and LayerNorm's checks after it
-    still took 24-28 s each; its Discover took 123 s against 90 s without."""
+BUILT_LANGUAGES = ("cuda", "hip")  # candidates a C++ toolchain builds (nvcc, hipcc)
+
+
+def precompile_jobs(refs: list[CandidateRef] | None = None) -> int:
+    """Precompiles at once: BAKEOFF_PRECOMPILE_JOBS; else, when every one of `refs` is a C++
+    build, a quarter of the host's cores (2 to 4); else none (under 2, none runs).
+
+    Off for torch.compile and Triton because it did not pay on the H200 (0c4df87,
+    docs/harness.md): four at once took 32-36 s for Discover's three torch.compile candidates,
+    and LayerNorm's checks after it still took 24-28 s each; its Discover took 123 s against
+    90 s without. A C++ build is nearly all of its check (51-54 s of examples/rmsnorm_cuda's,
+    e3789ba) and leaves nothing to redo in the check: builds side by side should cost about
+    one build's time; not yet measured on a GPU."""
     given = os.environ.get(JOBS_VAR, "").strip()
     if given:
         if not given.isdigit():
@@ -111,6 +122,8 @@ def precompile_jobs() -> int:
                 JOBS_VAR, f"must be a whole number of precompiles at once, got {given!r}"
             )
         return int(given)
+    if refs and all(r.language in BUILT_LANGUAGES for r in refs):
+        return max(2, min(4, (os.cpu_count() or 2) // 4))
     return 0
 
 
@@ -153,8 +166,8 @@ class Evaluator:
         check judges the candidate as it would have."""
         from scripts.check import precompile
 
-        jobs = precompile_jobs()
         todo = [r for r in refs if not self._kept(self._key(r)).is_file()]
+        jobs = precompile_jobs(todo)
         if jobs < 2 or len(todo) < 2 or deadline.remaining() <= 0:
             return
         self.log(f"precompiling {len(todo)} candidate(s), {jobs} at once")

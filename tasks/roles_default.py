@@ -48,16 +48,19 @@ def search(request: RoleRequest) -> SearchOutcome:
     from tasks.search import run_search
 
     i = request.inputs
+    evaluator = i["evaluator"]
+    precompile = getattr(evaluator, "bind_precompile", None)
     results = run_search(
         Path(i["task_dir"]),
         i["language"],
         i["mode"],
         Path(i["workdir"]),
-        i["evaluator"].bind(request.deadline),
+        evaluator.bind(request.deadline),
         budget_evals=i["budget"],
         budget_s=i["budget_s"],
         strategy=i.get("strategy", "auto"),
         history_dir=i.get("history_dir"),
+        precompile_fn=precompile(request.deadline) if precompile else None,
     )
     return SearchOutcome(candidates=results)
 

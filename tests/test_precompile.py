@@ -15,6 +15,7 @@ from tasks.agents import Deadline
 from tasks.backends import torch_compile
 from tasks.backends.base import BuildContext
 from tasks.evaluate import JOBS_VAR, Evaluator, precompile_jobs
+from tasks.models import CandidateRef
 from tasks.run_store import LaneStore
 from tests.conftest import EXAMPLES
 
@@ -53,12 +54,25 @@ def test_a_precompile_reports_a_broken_candidate_without_judging(frozen_rmsnorm,
     assert done.status is Status.COMPILE_ERROR and "no kernel here" in done.reason
 
 
-def test_precompiling_is_asked_for_by_name(monkeypatch):
+def test_precompiling_is_for_c_plus_plus_builds_unless_asked_for_by_name(monkeypatch):
+    def refs(*languages):
+        return [
+            CandidateRef(name=f"c{i}", language=lang, mode="optimize", path="p")
+            for i, lang in enumerate(languages)
+        ]
+
     monkeypatch.delenv(JOBS_VAR, raising=False)
     monkeypatch.setattr("os.cpu_count", lambda: 16)
     assert precompile_jobs() == 0  # it did not pay on the H200: the checks compile as they go
+    assert precompile_jobs(refs("torch", "triton")) == 0
+    assert precompile_jobs(refs("cuda", "cuda", "cuda")) == 4  # ~50 s builds: side by side
+    assert precompile_jobs(refs("cuda", "torch")) == 0
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    assert precompile_jobs(refs("hip", "hip")) == 2
     monkeypatch.setenv(JOBS_VAR, "2")
     assert precompile_jobs() == 2
+    monkeypatch.setenv(JOBS_VAR, "0")
+    assert precompile_jobs(refs("cuda", "cuda")) == 0  # asked for none
     monkeypatch.setenv(JOBS_VAR, "four")
     with pytest.raises(BadInput, match="whole number"):
         precompile_jobs()
@@ -93,6 +107,41 @@ def test_the_evaluator_precompiles_into_the_cache_its_check_uses(
     evaluator.precompile([*refs, third], deadline)  # the one checked is not compiled again
     done = sorted(line.split(" in ")[0] for line in lines if line.startswith("precompiled"))
     assert done == sorted(f"precompiled {r.name}" for r in (refs[1], third)), lines
+
+
+@pytest.mark.slow
+def test_a_search_lane_precompiles_what_it_will_check_into_the_checks_caches(
+    prefect_api, frozen_rmsnorm, tmp_path, monkeypatch
+):
+    from tasks.search import run_search
+
+    monkeypatch.setenv(JOBS_VAR, "2")  # the torch lane's compiles: asked for by name
+    store = LaneStore(tmp_path / "lanes" / "torch")
+    lines: list[str] = []
+    evaluator = Evaluator(frozen_rmsnorm, store, {}, 240, samples=3, log=lines.append)
+    deadline = Deadline(900)
+    graphs: dict[str, set[str]] = {}
+    check = evaluator.bind(deadline)
+
+    def checked(ref):  # what each cache held before its check
+        graphs[ref.name] = compiled_graphs(evaluator._cache_dir(ref, evaluator._key(ref)))
+        return check(ref)
+
+    results = run_search(
+        frozen_rmsnorm,
+        "torch",
+        "optimize",
+        tmp_path / "work",
+        checked,
+        budget_evals=2,
+        budget_s=900,
+        precompile_fn=evaluator.bind_precompile(deadline),
+    )
+    assert "precompiling 2 candidate(s), 2 at once" in lines, lines
+    assert len(results) == 2 and all(r.verdict.passed for r in results), lines
+    for r in results:  # each check found its graphs compiled and compiled nothing new
+        cache = evaluator._cache_dir(r.candidate, evaluator._key(r.candidate))
+        assert graphs[r.candidate.name] and compiled_graphs(cache) == graphs[r.candidate.name]
 
 
 @pytest.mark.slow

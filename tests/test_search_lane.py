@@ -112,3 +112,30 @@ def test_author_mode_tunes_the_given_source(frozen_softmax, tmp_path):
         strategy="exhaustive",
     )
     assert len(results) == 2 and all(r.candidate.mode == "author" for r in results)
+
+
+def test_a_lane_hands_what_it_will_check_to_precompile_first(frozen_softmax, tmp_path):
+    from tasks.evaluate import identity
+
+    check = make_check(frozen_softmax, samples=1)
+    precompiled = []
+
+    def precompile(refs):
+        assert not check.calls  # before the first check
+        precompiled.extend((r, identity(frozen_softmax, r, 1, 60)) for r in refs)
+
+    run_search(
+        frozen_softmax,
+        "triton",
+        "optimize",
+        tmp_path / "w",
+        check,
+        budget_evals=3,
+        budget_s=300,
+        precompile_fn=precompile,
+    )
+    assert [r.name for r, _ in precompiled] == [c.name for c in check.calls]
+    # built again for its check, the same files: the check finds the precompiled cache
+    assert [key for _, key in precompiled] == [
+        identity(frozen_softmax, c, 1, 60) for c in check.calls
+    ]

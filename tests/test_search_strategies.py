@@ -137,3 +137,44 @@ def test_history_keeps_each_configs_best_and_survives_damage(tmp_path):
     assert h.best("cd" * 32, "sm_90", "triton") == []
     h.path("ab" * 32, "sm_90", "triton").write_text("{not json")
     assert h.best("ab" * 32, "sm_90", "triton") == []
+
+
+@pytest.mark.parametrize("name", ["exhaustive", "random", "optuna"])
+def test_asked_ahead_configs_are_the_ones_asked_next_whatever_is_told(name):
+    space = Space([Param("BLOCK", (64, 128, 256, 512, 1024)), Param("WARPS", (2, 4, 8))])
+    warm = [{"BLOCK": 256, "WARPS": 4}]
+    plain = strategies.STRATEGIES[name](space, warm=warm, seed=3)
+    told = []
+    for _ in range(4):  # the same strategy, asked one at a time and told a score each time
+        c = plain.ask()
+        plain.tell(c, 1.0)
+        told.append(c)
+    ahead = strategies.STRATEGIES[name](space, warm=warm, seed=3)
+    known = ahead.ahead(4)
+    assert known[0] == warm[0] and len({key(c) for c in known}) == len(known)
+    asked = []
+    for i in range(len(known)):
+        c = ahead.ask()
+        ahead.tell(c, float(i))  # other scores than `plain` got: nothing asked ahead changes
+        asked.append(c)
+    assert asked == known == told[: len(known)]
+    assert len(known) == 4  # random start-up trials for the model: none depends on a score
+    follow = ahead.ask()
+    assert follow is not None and key(follow) not in {key(c) for c in known}
+
+
+def test_the_model_asks_ahead_no_further_than_its_start_up_trials():
+    space = Space([Param("X", tuple(range(100))), Param("Y", tuple(range(10)))])
+    model = strategies.ModelBased(space, seed=0)
+    assert len(model.ahead(50)) == model._startup == 10  # past them TPE needs the scores
+
+
+def test_prepare_gets_the_configs_the_search_then_evaluates_in_order():
+    r = Replay("softmax_block")
+    prepared = []
+    out = run(r, budget_evals=5, budget_s=1e9, strategy="random", prepare=prepared.extend)
+    assert prepared == r.calls == [t.config for t in out.evaluated]
+    r = Replay("softmax_block")
+    prepared = []
+    run(r, budget_evals=20, budget_s=1e9, strategy="exhaustive", prepare=prepared.extend)
+    assert prepared == r.calls and len(prepared) == 11

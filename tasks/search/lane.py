@@ -13,6 +13,7 @@ from tasks.search.runner import tune
 from tasks.search.score import score
 
 CheckFn = Callable[[CandidateRef], CandidateResult]
+PrecompileFn = Callable[[list[CandidateRef]], None]
 
 
 def run_search(
@@ -28,12 +29,14 @@ def run_search(
     history_dir: Path | None = None,
     source: Path | None = None,
     seed: int = 0,
+    precompile_fn: PrecompileFn | None = None,
 ) -> list[CandidateResult]:
     """Tune `language`'s configuration space on the frozen op; results best first.
 
     mode "optimize" tunes the frozen incumbent written in `language`; mode "author" tunes the
     implementation at `source` (a candidate an author wrote, in the op's format). Returns [] when
-    the language has nothing tunable for this op.
+    the language has nothing tunable for this op. `precompile_fn` (when given) gets the
+    candidates the search will check whatever their scores, before the first check.
     """
     if mode not in ("optimize", "author"):
         raise ValueError(f"mode is optimize or author, not {mode!r}")
@@ -51,6 +54,15 @@ def run_search(
     if history is not None:
         warm += history.best(ctx.oracle_sha256, ctx.arch.arch, language)
     results: list[CandidateResult] = []
+
+    def prepare(configs: list[dict]) -> None:
+        refs = []
+        for config in configs:
+            try:
+                refs.append(tunable.build(config))
+            except Exception:  # evaluate() builds it again and says why it cannot
+                continue
+        precompile_fn(refs)
 
     def evaluate(config: dict):
         try:
@@ -70,6 +82,7 @@ def run_search(
         strategy=strategy,
         warm=warm,
         seed=seed,
+        prepare=prepare if precompile_fn is not None else None,
     )
     if history is not None:
         history.record(

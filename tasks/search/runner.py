@@ -50,12 +50,17 @@ def tune(
     warm: list[dict] | None = None,
     seed: int = 0,
     clock: Callable[[], float] = time.monotonic,
+    prepare: Callable[[list[dict]], None] | None = None,
 ) -> Outcome:
-    """Evaluate at most `budget_evals` configs; start none after `budget_s` seconds."""
+    """Evaluate at most `budget_evals` configs; start none after `budget_s` seconds.
+    `prepare` is first handed the valid configs among those the strategy will propose whatever
+    the scores (`Strategy.ahead`), up to the budget: to compile them side by side."""
     cls = choose(strategy, space, budget_evals)
     strat = cls(space, warm=warm, seed=seed)
     out = Outcome(strategy=cls.name)
     start = clock()
+    if prepare is not None:
+        prepare([c for c in strat.ahead(budget_evals) if space.invalid(c) is None])
     while True:
         if len(out.evaluated) >= budget_evals:
             out.stopped = "budget_evals"

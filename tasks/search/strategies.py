@@ -3,6 +3,11 @@
 Every strategy first proposes its warm-start configs (the incumbent's own settings, then the best
 ones earlier runs recorded), never proposes a config twice, and returns None when exhausted.
 They know nothing about kernels: tests drive them from a recorded (config -> time) cache.
+
+`ahead(n)` names the next configs a strategy proposes whatever it is told meanwhile (every one
+of exhaustive and random search; the warm starts and random start-up trials of the model), so a
+caller can compile them side by side before the first is timed; `ask` then hands out exactly
+those, in that order.
 """
 
 from __future__ import annotations
@@ -21,16 +26,36 @@ class Strategy:
         self.rng = random.Random(seed)
         self.seen: dict[str, float | None] = {}
         self._warm = [c for c in (warm or []) if space.contains(c)]
+        self._queued: list[dict] = []  # asked ahead, not yet handed out
+
+    def _taken(self, k: str) -> bool:
+        return k in self.seen or any(key(c) == k for c in self._queued)
 
     def _next_warm(self) -> dict | None:
         while self._warm:
             c = self._warm.pop(0)
-            if key(c) not in self.seen:
+            if not self._taken(key(c)):
                 return c
         return None
 
     def ask(self) -> dict | None:
+        return self._queued.pop(0) if self._queued else self._propose()
+
+    def ahead(self, n: int) -> list[dict]:
+        """Up to `n` configs that the next asks return, whatever is told in between."""
+        while len(self._queued) < n:
+            config = self._propose_blind()
+            if config is None:
+                break
+            self._queued.append(config)
+        return [dict(c) for c in self._queued[:n]]
+
+    def _propose(self) -> dict | None:
         raise NotImplementedError
+
+    def _propose_blind(self) -> dict | None:
+        """The next proposal if it cannot depend on scores not yet told, else None."""
+        return self._propose()
 
     def tell(self, config: dict, score: float | None) -> None:
         self.seen[key(config)] = score
@@ -45,12 +70,12 @@ class Exhaustive(Strategy):
         super().__init__(space, warm, seed)
         self._points: Iterator[dict] = iter(space)
 
-    def ask(self):
+    def _propose(self):
         warm = self._next_warm()
         if warm is not None:
             return warm
         for c in self._points:
-            if key(c) not in self.seen:
+            if not self._taken(key(c)):
                 return c
         return None
 
@@ -61,18 +86,18 @@ class RandomSearch(Strategy):
     name = "random"
     max_draws = 2000
 
-    def ask(self):
+    def _propose(self):
         warm = self._next_warm()
         if warm is not None:
             return warm
-        if len(self.seen) >= self.space.size:
+        if len(self.seen) + len(self._queued) >= self.space.size:
             return None
         if self.space.size <= self.max_draws:
-            left = [c for c in self.space if key(c) not in self.seen]
+            left = [c for c in self.space if not self._taken(key(c))]
             return self.rng.choice(left) if left else None
         for _ in range(self.max_draws):
             c = self.space.sample(self.rng)
-            if key(c) not in self.seen:
+            if not self._taken(key(c)):
                 return c
         return None
 
@@ -89,8 +114,8 @@ class ModelBased(Strategy):
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         self._optuna = optuna
-        startup = max(4, min(10, space.size // 10))
-        sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup)
+        self._startup = max(4, min(10, space.size // 10))
+        sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=self._startup)
         self.study = optuna.create_study(direction="minimize", sampler=sampler)
         self._trials: dict[str, object] = {}
         self._fallback = RandomSearch(space, seed=seed + 1)
@@ -103,9 +128,15 @@ class ModelBased(Strategy):
             p.name: trial.suggest_categorical(p.name, list(p.values)) for p in self.space.params
         }
 
-    def ask(self):
+    def _propose_blind(self):
+        """The enqueued warm starts and the start-up trials are drawn without the model."""
+        if len(self.study.trials) >= self._startup:
+            return None
+        return self._propose()
+
+    def _propose(self):
         for _ in range(self.max_repeats):
-            if len(self.seen) >= self.space.size:
+            if len(self.seen) + len(self._queued) >= self.space.size:
                 return None
             trial = self.study.ask()
             config = self._suggest(trial)
@@ -113,9 +144,12 @@ class ModelBased(Strategy):
             if k in self.seen:  # TPE repeats itself near an optimum: answer from memory
                 self._finish(trial, self.seen[k])
                 continue
+            if k in self._trials:  # drawn again while asked ahead: not a trial of its own
+                self.study.tell(trial, state=self._optuna.trial.TrialState.PRUNED)
+                continue
             self._trials[k] = trial
             return config
-        self._fallback.seen = self.seen
+        self._fallback.seen = {**self.seen, **{key(c): None for c in self._queued}}
         config = self._fallback.ask()
         if config is not None:
             self.study.enqueue_trial(dict(config))
