@@ -97,6 +97,27 @@ def phase_seconds(run_dir: Path) -> dict[str, float]:
     return {a[1]: round((b[0] - a[0]).total_seconds(), 1) for a, b in zip(stamps, stamps[1:])}
 
 
+def cli_seconds(run_dir: Path, wall_s: float) -> dict[str, float]:
+    """Where `bakeoff run`'s time outside the flow's phases went (its `cli_timeline.json`):
+    start (process start to the freeze), freeze (the CLI's own), server (waiting for Prefect's
+    temporary server after the freeze), flow, and after (the flow's end to the process's exit,
+    from this script's wall time)."""
+    try:
+        t = json.loads((run_dir / "cli_timeline.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    spans = {
+        "start": ("process", "freeze"),
+        "freeze": ("freeze", "frozen"),
+        "server": ("frozen", "server"),
+        "flow": ("server", "flow_done"),
+    }
+    out = {k: round(t[b] - t[a], 1) for k, (a, b) in spans.items() if t.get(a) and t.get(b)}
+    if t.get("process") and t.get("flow_done"):
+        out["after"] = round(wall_s - (t["flow_done"] - t["process"]), 1)
+    return out
+
+
 def precompile_lines(run_dir: Path) -> list[str]:
     """Discover's precompile log lines (how many at once, each candidate's seconds)."""
     try:
@@ -413,6 +434,7 @@ def main(argv: list[str]) -> int:
             "exit": rc,
             "wall_s": wall,
             "phases_s": phase_seconds(run_dir),
+            "cli_s": cli_seconds(run_dir, wall),
             "precompile": precompile_lines(run_dir),
             "winner": winner["name"] if winner else None,
             "winner_speedup": winner["speedup"] if winner else None,
@@ -423,7 +445,7 @@ def main(argv: list[str]) -> int:
         }
         problems.append(entry)
         runs[name] = run_dir
-        print(f"  {name}: exit {rc}, {wall:.0f} s {entry['phases_s']}, winner {entry['winner']}", flush=True)  # fmt: skip
+        print(f"  {name}: exit {rc}, {wall:.0f} s {entry['phases_s']} {entry['cli_s']}, winner {entry['winner']}", flush=True)  # fmt: skip
     twice = []
     for name in ("cross_entropy", "layernorm"):
         eager = next((r for r in rows if r["problem"] == name and r["name"] == "baseline"), None)

@@ -32,9 +32,20 @@ from tasks.gpu_pool import resolve
 from tasks.request import BakeoffRequest, validate
 from tasks.results import Report
 from tasks.run_lock import run_lock
-from tasks.run_store import LaneStore, RunStore, default_run_dir
+from tasks.run_store import LaneStore, RunStore, default_run_dir, write_json
 
 POLL_S = 0.25
+TIMELINE = "cli_timeline.json"
+
+
+def process_started() -> float | None:
+    """When this process started (Linux: /proc), as a Unix time; None where unknown."""
+    try:
+        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        return time.time() - (uptime - ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def result_json(report: Report) -> dict:
@@ -219,6 +230,8 @@ def _run_locked(
         console=console,
         transient=True,
     )
+    # where the time outside the flow's phases goes: RUN/cli_timeline.json, Unix times
+    marks = {"process": process_started(), "freeze": time.time()}
     devices = resolve(req.pool)
     server_started = start_beside_freeze(devices.kind)
     warm_fork_server(devices)
@@ -232,7 +245,9 @@ def _run_locked(
         freezing.add_task(doing, total=None)
         if not specless:
             freeze_isolated(Path(req.kernel_path), run_dir / "task", req.pool)
+    marks["frozen"] = time.time()
     server_started()
+    marks["server"] = time.time()
     from tasks.agents import check_agents  # first Prefect import: the request is good by now
 
     check_agents(req.agents)
@@ -265,6 +280,8 @@ def _run_locked(
             rows.refresh()
             time.sleep(POLL_S)
         rows.refresh()
+    marks["flow_done"] = time.time()
+    write_json(run_dir / TIMELINE, marks)
     if "error" in out:
         raise out["error"]
     report: Report = out["report"]

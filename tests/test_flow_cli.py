@@ -91,6 +91,10 @@ def test_full_run_reports_skips_modelless_lanes_and_second_run_reuses(tmp_path, 
     started = {k: datetime.fromisoformat(v) for k, v in progress["phase_started"].items()}
     order = ["freeze", "discover", "lanes", "report", "done"]
     assert sorted(started, key=started.get) == order  # where the run's time went
+    marks = json.loads((Path(result["run_dir"]) / "cli_timeline.json").read_text())
+    times = [marks[k] for k in ("process", "freeze", "frozen", "server", "flow_done")]
+    assert times == sorted(times) and times[-1] - times[0] < 600, marks  # and outside them
+    assert marks["frozen"] <= started["freeze"].timestamp() <= marks["flow_done"]
 
     # Lanes at work overlap in test_flow_bakeoff; here, without a model, only the torch lane has
     # work, and a skipped author lane says so without waiting for a device.

@@ -1,5 +1,7 @@
 """The GPU acceptance record's aims, judged from rows as the device run writes them (no GPU)."""
 
+import json
+
 from benchmarks import gpu_acceptance
 from benchmarks.gpu_acceptance import judge as judge_record
 
@@ -239,3 +241,17 @@ def test_every_candidate_that_passed_gets_a_do_bench_peer_from_the_cache_its_che
         "cuda-defines-1=/c/cuda@/k1",
         "torch-compile-default=/c/tc@/k2",
     ]
+
+
+def test_the_time_outside_the_flows_phases_is_split_from_the_clis_timeline(tmp_path):
+    marks = {
+        "process": 100.0,
+        "freeze": 104.0,
+        "frozen": 121.0,
+        "server": 122.5,
+        "flow_done": 230.0,
+    }
+    (tmp_path / "cli_timeline.json").write_text(json.dumps(marks))
+    spans = gpu_acceptance.cli_seconds(tmp_path, wall_s=133.0)
+    assert spans == {"start": 4.0, "freeze": 17.0, "server": 1.5, "flow": 107.5, "after": 3.0}
+    assert gpu_acceptance.cli_seconds(tmp_path / "none", 10.0) == {}  # an older run: no file
