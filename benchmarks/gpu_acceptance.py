@@ -119,12 +119,17 @@ def cli_seconds(run_dir: Path, wall_s: float) -> dict[str, float]:
 
 
 def precompile_lines(run_dir: Path) -> list[str]:
-    """Discover's precompile log lines (how many at once, each candidate's seconds)."""
-    try:
-        log = (run_dir / "discover" / "lane.log").read_text(errors="replace")
-    except OSError:
-        return []
-    return [line for line in log.splitlines() if "precompil" in line]
+    """Discover's and the lanes' precompile log lines (how many at once, each candidate's
+    seconds), each after the name of the log it is from."""
+    found = []
+    for log in [run_dir / "discover" / "lane.log", *sorted(run_dir.glob("lanes/*/lane.log"))]:
+        try:
+            text = log.read_text(errors="replace")
+        except OSError:
+            continue
+        where = log.parent.name
+        found += [f"{where}: {line}" for line in text.splitlines() if "precompil" in line]
+    return found
 
 
 def _median(lists) -> float | None:

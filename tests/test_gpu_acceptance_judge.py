@@ -255,3 +255,17 @@ def test_the_time_outside_the_flows_phases_is_split_from_the_clis_timeline(tmp_p
     spans = gpu_acceptance.cli_seconds(tmp_path, wall_s=133.0)
     assert spans == {"start": 4.0, "freeze": 17.0, "server": 1.5, "flow": 107.5, "after": 3.0}
     assert gpu_acceptance.cli_seconds(tmp_path / "none", 10.0) == {}  # an older run: no file
+
+
+def test_the_record_keeps_discovers_and_the_lanes_precompile_lines(tmp_path):
+    (tmp_path / "discover").mkdir()
+    (tmp_path / "discover" / "lane.log").write_text("10:00 checked baseline: PASSED\n")
+    (tmp_path / "lanes" / "cuda").mkdir(parents=True)
+    (tmp_path / "lanes" / "cuda" / "lane.log").write_text(
+        "10:01 precompiling 4 candidate(s), 4 at once\n10:02 precompiled cuda-defines-1 in 51.0 s"
+        " (every first call made)\n10:02 checked cuda-defines-1: PASSED 1.010x\n"
+    )
+    assert gpu_acceptance.precompile_lines(tmp_path) == [
+        "cuda: 10:01 precompiling 4 candidate(s), 4 at once",
+        "cuda: 10:02 precompiled cuda-defines-1 in 51.0 s (every first call made)",
+    ]
