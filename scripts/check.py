@@ -171,9 +171,9 @@ def _judge_env(device_env: dict[str, str] | None) -> dict[str, str]:
 
 def warm_up(device_env: dict[str, str] | None) -> None:
     """Start the warm server that checks on this device will fork from, without waiting for it:
-    its import of torch (7 s on an H200 host) overlaps whatever the caller does next instead
-    of the first check's time."""
-    forkserver.server_for(_judge_env(device_env))
+    its import of torch (7 s on an H200 host) and the compiler overlaps whatever the caller
+    does next instead of the first check's time."""
+    forkserver.server_for(_judge_env(device_env), compiler=True)
 
 
 def _run_judge(
@@ -224,8 +224,10 @@ def _start_judge(
     request: protocol.JudgeRequest, argv: list[str], warm: bool = True, **how
 ) -> sandbox.Finished:
     """Run the judge: forked by a warm server (`scripts.forkserver`) when one is usable, else
-    as a fresh interpreter."""
-    server = forkserver.server_for(how["env"]) if warm else None
+    as a fresh interpreter. A candidate's check (or precompile) forks from a server that has
+    imported the compiler too; the freeze's check of the baseline from one that has not (it
+    shares the server of the freeze's other sandboxed steps, which compile nothing)."""
+    server = forkserver.server_for(how["env"], compiler=not request.freezing) if warm else None
     finished = None
     if server is not None:
         finished = server.run("scripts.judge", argv, **how)

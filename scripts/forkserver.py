@@ -6,8 +6,11 @@ touching a device, and forks one judge per request; the judge in turn forks the 
 process before it initialises a device itself (`scripts.judge`). Each fork starts in its own
 session with exactly the environment asked for, as `python -m MODULE` would.
 
-One server per judge environment (so the device it may see is fixed when it starts), owned by
-the orchestrator process that started it: requests come only over its stdin, which no judge or
+A server for checks (`compiler=True`) also imports Dynamo and Inductor, so that a torch.compile
+candidate's process does not (8-10 s of every compiled check on the H200): `_import_compiler`.
+
+One server per judge environment (so the device it may see is fixed when it starts) and
+compiler setting, owned by the orchestrator process that started it: requests come only over its stdin, which no judge or
 candidate inherits, and it exits when that pipe closes. Protocol: one JSON line per request,
 `{"id", "module", "argv", "env", "cwd", "log"}`; answers `{"id", "pid"}` once
 forked (or `{"id", "error"}`) and `{"id", "status"}` when the fork exits (negative: a signal).
@@ -16,6 +19,7 @@ forked (or `{"id", "error"}`) and `{"id", "status"}` when the fork exits (negati
 from __future__ import annotations
 
 import atexit
+import importlib
 import json
 import os
 import select
@@ -30,20 +34,15 @@ from pathlib import Path
 from scripts import sandbox
 
 MAX_SERVERS = 8  # judge environments kept warm (one per GPU of an 8-GPU host); oldest go first
-START_TIMEOUT_S = 120.0  # importing torch on a cold disk
+START_TIMEOUT_S = 120.0  # importing torch (and the compiler) on a cold disk
+COMPILER_VAR = "BAKEOFF_PRELOAD_COMPILER"  # "0": no server imports the compiler
+COMPILER_MODULES = ("torch._dynamo", "torch._inductor.compile_fx")
 
 
-def preload() -> None:
+def preload(compiler: bool = False) -> bool:
     """What every judge and candidate imports, short of touching a device (which would make the
-    forks' device contexts unusable). Not Dynamo and Inductor: their imports initialise the
-    CUDA driver (every later fork then failed with "Cannot re-initialize CUDA in forked
-    subprocess": Inductor's `torch.cuda.is_available()` at import), and doing it through NVML
-    instead (PYTORCH_NVML_BASED_CUDA_CHECK=1) left the forks seeing no device (H200, torch
-    2.11). Measured again on 2026-12-02 (benchmarks/fork_import_study.py): one fork deep,
-    outside the sandbox's namespaces, the NVML way works and takes a fork from 16.4 s to 1.8 s
-    to its first compiled result; a candidate's process forked by a judge in its namespaces
-    then failed "Invalid device id" on every check. A torch.compile candidate imports them in
-    its own process (8-10 s of every compiled check on the H200)."""
+    forks' device contexts unusable); with `compiler`, Dynamo and Inductor too where that can
+    be done without touching it. True if the compiler was imported."""
     import torch  # noqa: F401
 
     import scripts.child  # noqa: F401
@@ -55,6 +54,62 @@ def preload() -> None:
         import triton.language  # noqa: F401
     except ImportError:
         pass
+    return compiler and os.environ.get(COMPILER_VAR, "1") != "0" and _import_compiler()
+
+
+def _import_compiler() -> bool:
+    """Import Dynamo and Inductor without initialising the device driver; False (nothing
+    imported) where that cannot be done.
+
+    Their import asks `torch.cuda.is_available()` once (Inductor's benchmarking module, torch
+    2.11: the only device call found by benchmarks/fork_import_study.py), and the CUDA
+    runtime's answer initialises the driver, after which every fork failed "Cannot
+    re-initialize CUDA in forked subprocess". For the import alone, that question is answered
+    from NVML, which leaves the driver alone, and NVML is shut down again after. The study
+    measured a fork of a server that imported them this way at 1.8 s to its first compiled
+    result, against 16.4 s for one that had not. Unlike PYTORCH_NVML_BASED_CUDA_CHECK=1 in the
+    server's environment (tried at 2a88e77: every check failed "Invalid device id", with
+    "Can't initialize NVML" in the judge), nothing changes for the judges and candidates
+    forked after: the same environment, the same CUDA calls. Not on ROCm (its SMI library's
+    state after a fork is untested here): candidates import the compiler there themselves."""
+    import torch
+
+    cuda = torch.cuda
+    answer = False
+    if cuda._is_compiled():  # a CPU build answers False without touching anything
+        if torch.version.hip:
+            return False
+        answer = _nvml_sees_a_device()
+        if answer is None:
+            return False
+    real = cuda.is_available
+    cuda.is_available = lambda: answer
+    try:
+        for name in COMPILER_MODULES:
+            importlib.import_module(name)
+    except Exception:
+        return False  # the candidate's own import meets the same problem and reports it
+    finally:
+        cuda.is_available = real
+    return True
+
+
+def _nvml_sees_a_device() -> bool | None:
+    """Whether NVML sees a device this process's CUDA_VISIBLE_DEVICES allows (None: NVML
+    cannot say), with NVML shut down again: torch's count initialises it and leaves it so."""
+    import ctypes
+
+    import torch
+
+    count_nvml = getattr(torch.cuda, "_device_count_nvml", None)
+    if count_nvml is None:
+        return None
+    count = count_nvml()
+    try:
+        ctypes.CDLL("libnvidia-ml.so.1").nvmlShutdown()
+    except OSError:
+        pass
+    return None if count < 0 else count > 0
 
 
 def forks_can_use_device() -> bool:
@@ -75,10 +130,12 @@ def forks_can_use_device() -> bool:
 _state = {"device_ok": True}
 
 
-def serve(stdin_fd: int = 0, stdout_fd: int = 1) -> int:
+def serve(stdin_fd: int = 0, stdout_fd: int = 1, compiler: bool = False) -> int:
     sandbox.protect_self()
-    preload()
+    imported = preload(compiler)
     _state["device_ok"] = forks_can_use_device()
+    if imported and not _state["device_ok"]:  # the compiler's import touched the device after
+        os.execv(sys.executable, [sys.executable, "-m", "scripts.forkserver"])  # all: without it
     answer = os.fdopen(stdout_fd, "w", buffering=1)
     running: dict[int, int] = {}  # pid -> request id
     pending = b""
@@ -123,11 +180,12 @@ def _say(answer, **fields) -> None:
 
 
 class Server:
-    """The orchestrator's handle on one server: `run` is `sandbox.run` for a module's main."""
+    """The orchestrator's handle on one server: `run` is `sandbox.run` for a module's main.
+    `compiler`: the server imports Dynamo and Inductor too (one that forks checks)."""
 
-    def __init__(self, env: dict[str, str]):
+    def __init__(self, env: dict[str, str], compiler: bool = False):
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "scripts.forkserver"],
+            [sys.executable, "-m", "scripts.forkserver", *(["--compiler"] if compiler else [])],
             env=env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -231,18 +289,18 @@ def enabled() -> bool:
     return os.environ.get("BAKEOFF_WARM_START", "1") != "0" and hasattr(os, "fork")
 
 
-def server_for(env: dict[str, str]) -> Server | None:
-    """The warm server for this judge environment (started on first use), or None if warm
-    starts are off (BAKEOFF_WARM_START=0)."""
+def server_for(env: dict[str, str], compiler: bool = False) -> Server | None:
+    """The warm server for this judge environment (started on first use), one that imported
+    the compiler too if `compiler`, or None if warm starts are off (BAKEOFF_WARM_START=0)."""
     if not enabled():
         return None
-    key = tuple(sorted(env.items()))
+    key = (tuple(sorted(env.items())), compiler)
     with _servers_lock:
         server = _servers.get(key)
         if server is not None and server.alive and not server.closed:
             _servers.move_to_end(key)
             return server
-        server = _servers[key] = Server(dict(env))
+        server = _servers[key] = Server(dict(env), compiler)
         _servers.move_to_end(key)
         while len(_servers) > MAX_SERVERS:
             _servers.popitem(last=False)[1].close()
@@ -262,4 +320,4 @@ def close_all() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(serve())
+    sys.exit(serve(compiler="--compiler" in sys.argv[1:]))

@@ -50,16 +50,72 @@ def test_fork_runs_main_with_exactly_the_environment_asked_for(server, tmp_path)
     assert "hello from the fork" in (tmp_path / "out.log").read_text()
 
 
-def test_the_server_never_imports_the_compiler(tmp_path):
-    """Dynamo's and Inductor's imports initialise the CUDA driver, after which no fork of the
-    server could use the GPU: a torch.compile candidate imports them in its own process."""
-    s = forkserver.Server(_server_env())
+@pytest.mark.parametrize(
+    "compiler, env, preloaded",
+    [(False, {}, False), (True, {}, True), (True, {"BAKEOFF_PRELOAD_COMPILER": "0"}, False)],
+)
+def test_a_server_for_checks_imports_the_compiler_for_its_forks(compiler, env, preloaded, tmp_path):
+    s = forkserver.Server(_server_env(**env), compiler=compiler)
     try:
         facts = tmp_path / "facts.json"
         _run(s, tmp_path, "report", str(facts))
-        assert not json.loads(facts.read_text())["compiler_preloaded"]
+        assert json.loads(facts.read_text())["compiler_preloaded"] is preloaded
     finally:
         s.close()
+
+
+@pytest.fixture
+def compiler_probe(tmp_path, monkeypatch):
+    """A stand-in for the compiler's modules that writes what `torch.cuda.is_available()`
+    answered while it was imported."""
+    import sys
+
+    said = tmp_path / "said.txt"
+    module = tmp_path / "compiler_probe.py"
+    module.write_text(
+        f"import torch\nopen({str(said)!r}, 'w').write(str(torch.cuda.is_available()))\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(forkserver, "COMPILER_MODULES", ("compiler_probe",))
+    yield said
+    sys.modules.pop("compiler_probe", None)
+
+
+def test_the_compilers_device_question_is_answered_without_the_driver(compiler_probe, monkeypatch):
+    import torch
+
+    real = torch.cuda.is_available
+    monkeypatch.setattr(torch.cuda, "_is_compiled", lambda: True)  # a CUDA build
+    monkeypatch.setattr(forkserver, "_nvml_sees_a_device", lambda: True)
+    assert forkserver._import_compiler()
+    assert compiler_probe.read_text() == "True"  # NVML's answer, for the import alone
+    assert torch.cuda.is_available is real
+
+
+@pytest.mark.parametrize("nvml, hip", [(None, None), (True, "6.2")])
+def test_no_compiler_where_the_driver_alone_could_answer(compiler_probe, monkeypatch, nvml, hip):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "_is_compiled", lambda: True)
+    monkeypatch.setattr(forkserver, "_nvml_sees_a_device", lambda: nvml)
+    monkeypatch.setattr(torch.version, "hip", hip)
+    assert not forkserver._import_compiler() and not compiler_probe.exists()
+
+
+def test_a_server_whose_compiler_touched_the_device_starts_again_without_it(monkeypatch):
+    class Restarted(Exception):
+        pass
+
+    def execv(path, argv):
+        raise Restarted(argv)
+
+    monkeypatch.setattr(forkserver.sandbox, "protect_self", lambda: None)
+    monkeypatch.setattr(forkserver, "preload", lambda compiler: compiler)
+    monkeypatch.setattr(forkserver, "forks_can_use_device", lambda: False)
+    monkeypatch.setattr(forkserver.os, "execv", execv)
+    with pytest.raises(Restarted) as restarted:
+        forkserver.serve(compiler=True)
+    assert restarted.value.args[0][1:] == ["-m", "scripts.forkserver"]  # no --compiler
 
 
 def test_forks_of_a_fresh_server_can_use_the_device():
@@ -106,12 +162,15 @@ def test_a_closed_server_still_answers_for_what_it_started(tmp_path):
 
 def test_servers_are_kept_per_judge_environment(monkeypatch):
     monkeypatch.setattr(
-        forkserver, "Server", lambda env: type("S", (), {"alive": True, "closed": False})()
+        forkserver,
+        "Server",
+        lambda env, compiler: type("S", (), {"alive": True, "closed": False})(),
     )
     monkeypatch.setattr(forkserver, "_servers", forkserver.OrderedDict())
     a = forkserver.server_for({"CUDA_VISIBLE_DEVICES": "0"})
     assert forkserver.server_for({"CUDA_VISIBLE_DEVICES": "0"}) is a
     assert forkserver.server_for({"CUDA_VISIBLE_DEVICES": "1"}) is not a
+    assert forkserver.server_for({"CUDA_VISIBLE_DEVICES": "0"}, compiler=True) is not a
     monkeypatch.setenv("BAKEOFF_WARM_START", "0")
     assert forkserver.server_for({"CUDA_VISIBLE_DEVICES": "0"}) is None
 
