@@ -305,11 +305,18 @@ def gpu_path_digest() -> str:
     return h.hexdigest()
 
 
+def harness_settings() -> dict[str, str]:
+    """The BAKEOFF_* variables this call runs under (BAKEOFF_PRELOAD_COMPILER=0 and the like
+    change what the harness does as much as its code)."""
+    return {k: v for k, v in sorted(os.environ.items()) if k.startswith("BAKEOFF_")}
+
+
 def merged(record: dict, old: dict) -> dict:
     """This call's record added to the committed record of an earlier call whose GPU path was
-    the same code (a whole acceptance takes more than one device call): a problem or check run
-    again replaces the earlier one; `calls` names each call's commit and what it ran. (A record
-    older than the hash merges only at the same commit.)"""
+    the same code, run under the same BAKEOFF_* settings (a whole acceptance takes more than
+    one device call): a problem or check run again replaces the earlier one; `calls` names each
+    call's commit and what it ran. (A record older than the hash merges only at the same
+    commit.)"""
     if "gpu_path_sha256" in old:
         same = old["gpu_path_sha256"] == record["gpu_path_sha256"]
     else:
@@ -317,6 +324,10 @@ def merged(record: dict, old: dict) -> dict:
     if not same:
         was = old.get("gpu_path_sha256") or old.get("commit")
         print(f"  --merge: the record's GPU path is {was!r}, not this call's: not merged")
+        return record
+    if old.get("settings", {}) != record.get("settings", {}):
+        print(f"  --merge: the record ran under {old.get('settings', {})}, this call under"
+              f" {record.get('settings', {})}: not merged")  # fmt: skip
         return record
     done = {p["problem"] for p in record["problems"] if p["reached"]}
     kept = [p for p in old["problems"] if p["problem"] not in done and p["reached"]]
@@ -381,6 +392,7 @@ def main(argv: list[str]) -> int:
         return 2
 
     start = time.monotonic()
+    settings = harness_settings()  # before this call sets any of its own
     left = lambda: args.deadline_s - (time.monotonic() - start)  # noqa: E731
     out = Path(args.out)
     (out / "runs").mkdir(parents=True, exist_ok=True)
@@ -467,6 +479,7 @@ def main(argv: list[str]) -> int:
     record = {
         "commit": args.commit,
         "gpu_path_sha256": gpu_path_digest(),
+        "settings": settings,
         "device": device,
         "rows": rows,
         "problems": problems,
@@ -476,7 +489,10 @@ def main(argv: list[str]) -> int:
         "corpus_rc": corpus_rc,
         "side_streams": corpus_samples(out / "corpus_verdicts"),
         "seconds": time.monotonic() - start,
-        "calls": [{"commit": args.commit, "problems": ran, "corpus": corpus_rc is not None}],
+        "calls": [
+            {"commit": args.commit, "problems": ran, "corpus": corpus_rc is not None}
+            | ({"settings": settings} if settings else {})
+        ],
     }
     if args.merge and RESULT.is_file():
         record = merged(record, json.loads(RESULT.read_text()))

@@ -175,6 +175,17 @@ def test_a_record_of_other_gpu_path_code_is_not_merged():
     assert record is second and record["corpus_rc"] is None
 
 
+def test_calls_under_other_harness_settings_are_not_merged(monkeypatch):
+    first = call_record("aaa", "same", ["layernorm"], corpus_rc=0)
+    second = call_record("aaa", "same", ["conv_relu_bias"])
+    second["settings"] = {"BAKEOFF_PRELOAD_COMPILER": "0"}
+    assert gpu_acceptance.merged(second, first) is second
+    monkeypatch.setenv("BAKEOFF_PRELOAD_COMPILER", "0")
+    settings = gpu_acceptance.harness_settings()
+    assert settings["BAKEOFF_PRELOAD_COMPILER"] == "0" and "HOME" not in settings
+    assert all(k.startswith("BAKEOFF_") for k in settings)
+
+
 def test_the_gpu_path_digest_is_of_the_files_the_hook_watches(tmp_path, monkeypatch):
     for d in gpu_acceptance.GPU_PATH:
         (tmp_path / d / "__pycache__").mkdir(parents=True)
