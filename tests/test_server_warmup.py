@@ -74,9 +74,9 @@ WARM_FORKS = textwrap.dedent(
 
     made = []
     class Counted(forkserver.Server):
-        def __init__(self, env):
-            made.append(env)
-            super().__init__(env)
+        def __init__(self, env, compiler=False):
+            made.append((env, compiler))
+            super().__init__(env, compiler)
 
     forkserver.Server = Counted
     live.warm_fork_server = lambda devices: server_warmup.warm_fork_server(devices, on_cpu=True)
