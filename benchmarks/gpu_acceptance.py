@@ -180,6 +180,10 @@ def checked(run_dir: Path) -> list[dict]:
                 "speedup": v.get("speedup"),
                 "overhead_s_per_workload": (v.get("harness_seconds") or 0.0) / max(1, len(wls)),
                 "candidate_s": v.get("candidate_seconds"),
+                # where it went: the first workload compiles, another size may recompile
+                "candidate_s_per_workload": {
+                    w["workload"]: w.get("candidate_seconds") for w in wls
+                },
                 "phases": v.get("harness_phases"),
             }
         )

@@ -364,18 +364,23 @@ class Judge:
             elif isinstance(record, str):
                 verdicts.append(self._failed(wl.name, Status.FLAGGED, f"its results: {record}"))
             elif record.error is not None:
-                verdicts.append(self._failed(wl.name, record.error.status, record.error.reason))
+                failed = self._failed(wl.name, record.error.status, record.error.reason)
+                verdicts.append(_spent(failed, record))
             else:
                 if reference is None:
                     private_caches(self.workdir)
                     reference = Reference(self.spec, self.task / "baseline_src", device)
                 base = _beside(beside, i) if beside is not None else None
-                verdicts.append(
-                    verify_workload(
-                        self, i, wl, record, reference, results.root, finished.markers, info, base
-                    )
+                verdict = verify_workload(
+                    self, i, wl, record, reference, results.root, finished.markers, info, base
                 )
+                verdicts.append(_spent(verdict, record))
         return verdicts
+
+
+def _spent(verdict: WorkloadVerdict, record: protocol.ChildWorkload) -> WorkloadVerdict:
+    """`verdict` with the seconds the candidate's process spent in that workload's calls."""
+    return verdict.model_copy(update={"candidate_seconds": record.candidate_s})
 
 
 def _beside(beside: Results, index: int) -> protocol.ChildWorkload | str:

@@ -70,6 +70,9 @@ class WorkloadVerdict(BaseModel):
     frozen_baseline_ms: float | None = None
     drift: str | None = None
     checked_only: bool = False  # a size the user did not list: correctness only, never timed
+    # Time inside the candidate's calls of this workload: its first calls (where it compiles,
+    # or recompiles for a new size), trials and timed samples. Diagnostics, never judged.
+    candidate_seconds: float | None = None
 
     @model_validator(mode="after")
     def _fields_match_status(self) -> WorkloadVerdict:

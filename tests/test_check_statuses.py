@@ -77,6 +77,8 @@ def test_status(name, small_task, tmp_path):
     verdict = check(small_task, write(tmp_path, name, text), **SMALL)
     assert verdict.status is status, verdict.reason
     assert [w.status for w in verdict.workloads] == [status, status]
+    if status is Status.RUNTIME_ERROR:  # it ran, and failed in its calls: their time is kept
+        assert all(w.candidate_seconds is not None for w in verdict.workloads)
     if words:
         assert words in verdict.reason
 
@@ -102,6 +104,9 @@ def test_passed_verdict_carries_timing_speedup_and_costs(small_task, tmp_path):
         assert 0 <= w.max_rel_error <= w.tolerance == 2e-5
     assert verdict.speedup > 0 and verdict.device == "cpu"
     assert verdict.harness_seconds > 0 and verdict.candidate_seconds > 0
+    # where the candidate's time went, per workload: together no more than its whole time
+    spent = [w.candidate_seconds for w in verdict.workloads]
+    assert all(s > 0 for s in spent) and sum(spent) <= verdict.candidate_seconds
     assert "hello from the candidate" in verdict.output_tail
     assert len(verdict.oracle_sha256) == 64
 
