@@ -126,8 +126,15 @@ def test_ctrl_c_stops_with_one_line_and_the_same_command_resumes(tmp_path, env):
         full.pop(name, None)  # outside CI Prefect would print its usage notice mid-display
     argv = [sys.executable, "-m", "flows.cli", "run", KERNEL, "--budget", "2"]
     argv += ["--runs-root", str(tmp_path / "runs")]
+    # as at a terminal: a suite started in the background (nohup, `&` in a script) hands its
+    # children SIGINT ignored, and Python then never turns Ctrl-C into KeyboardInterrupt
     proc = subprocess.Popen(
-        argv, env=full, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        argv,
+        env=full,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and proc.poll() is None:
