@@ -147,7 +147,7 @@ def ranking_table(report: Report) -> Table:
     table.add_column("overall", justify="right")
     table.add_column("status")
     for r in report.rows:
-        cells = [str(r.rank), r.name, r.language, r.mode, r.source]
+        cells = [str(r.rank), r.name, r.language, r.mode, r.origin()]
         cells += [
             "-" if r.speedups.get(n) is None else f"{r.speedups[n]:.3f}x"
             for n in report.baseline_ms

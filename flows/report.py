@@ -39,7 +39,7 @@ def table_rows(report: Report) -> list[dict]:
     rows = []
     for r in report.rows:
         row = {"rank": r.rank, "candidate": r.name, "language": r.language, "mode": r.mode}
-        row["from"] = r.source
+        row["from"] = r.origin()
         for name in report.baseline_ms:
             row[name] = None if r.speedups.get(name) is None else round(r.speedups[name], 4)
         row["overall"] = None if r.speedup is None else round(r.speedup, 4)

@@ -160,13 +160,12 @@ def _spread(result: CandidateResult) -> float | None:
     return statistics.fmean(parts) if parts else None
 
 
-def _promote(group: list[tuple[CandidateResult, CandidateRow]], review: Review | None) -> list:
+def _promote(group: list[tuple[CandidateResult, CandidateRow]], review: Review | None) -> None:
     """When the candidate the reviewer accepted does not beat the spread, the next fastest of
     the same source that passed, has sound timings and does beat it becomes eligible."""
-    rows = [row for _, row in group]
     accepted = review is not None and review.decision == "accepted"
-    if not accepted or any(row.status == "eligible" for row in rows):
-        return rows
+    if not accepted or any(row.status == "eligible" for _, row in group):
+        return
     waiting = [(r, row) for r, row in group if row.status == "passed"]
     for result, row in sorted(waiting, key=lambda pair: -(pair[1].speedup or 0.0)):
         beats = row.margin is not None and (row.speedup or 0.0) > 1 + row.margin
@@ -177,7 +176,32 @@ def _promote(group: list[tuple[CandidateResult, CandidateRow]], review: Review |
                 f"({row.speedup:.3f}x > {1 + row.margin:.3f}x) and its timings hold up"
             )
             break
-    return rows
+
+
+# Which of two rows of one check stays: a reviewer's acceptance, then a reviewer's words on
+# it (doubts, "within the spread", "slower") before a row no reviewer looked at.
+STANDING = ("eligible", "flagged", "within-spread", "slower", "passed", "lane-failed")
+
+
+def _one_row_per_check(pairs: list[tuple[CandidateResult, CandidateRow]]) -> list[CandidateRow]:
+    """One row per check. A candidate that Discover and a lane both proposed (the same files
+    and settings) is checked once and its verdict shared, so its rows differ only in which
+    reviewer saw it: the row kept is the one whose status ranks first in `STANDING` (a lane's
+    before Discover's on a tie), and names the other sources in `also_from`."""
+    kept: dict[str, CandidateRow] = {}
+    for result, row in pairs:
+        key = result.verdict.model_dump_json()
+        first = kept.setdefault(key, row)
+        if first is row:
+            continue
+        better, other = sorted((first, row), key=_standing)
+        better.also_from = [*better.also_from, *other.also_from, other.source]
+        kept[key] = better
+    return list(kept.values())
+
+
+def _standing(row: CandidateRow) -> int:
+    return STANDING.index(row.status) if row.status in STANDING else len(STANDING)
 
 
 def rank(
@@ -186,21 +210,24 @@ def rank(
     """Every candidate in one table, fastest first, and the winner or None."""
     _, base_spread = baseline_stats(task_dir)
     interp = baseline_interpreted(task_dir)
-    rows = []
+    groups = []
     for lane in lanes:
         failed = (lane.reason or "lane failed") if lane.status == "failed" else None
         group = [
             (r, _row(r, lane.key, lane.review, failed, base_spread, interp))
             for r in lane.candidates
         ]
-        rows += _promote(group, lane.review)
+        _promote(group, lane.review)
+        groups += group
     if discovered is not None:
         plan = discovered.plan
         found = plan.measured + ([plan.env_candidate] if plan.env_candidate else [])
         group = [
             (r, _row(r, "discover", discovered.review, None, base_spread, interp)) for r in found
         ]
-        rows += _promote(group, discovered.review)
+        _promote(group, discovered.review)
+        groups += group
+    rows = _one_row_per_check(groups)
     # Comparable figures first, fastest first; a ratio that measures the interpreter goes last.
     rows.sort(key=lambda r: (not r.comparable, r.speedup is None, -(r.speedup or 0.0)))
     for i, row in enumerate(rows, 1):

@@ -47,7 +47,7 @@ _env = jinja2.Environment(
 
 
 def label(row: CandidateRow) -> str:
-    return f"{row.rank}. {row.name} [{row.source}]"
+    return f"{row.rank}. {row.name} [{row.origin()}]"
 
 
 def results_by_row(report: Report, discovered: DiscoverOutcome | None) -> dict:

@@ -113,6 +113,8 @@ class CandidateRow(BaseModel):
     language: str
     mode: str
     source: str  # lane key, or "discover"
+    # other sources that proposed the same candidate: its one check, shared (tasks/evaluate.py)
+    also_from: list[str] = Field(default_factory=list)
     # winner | eligible | passed | within-spread | slower | flagged | not-comparable | baseline |
     # lane-failed | <verdict status>
     status: str
@@ -123,6 +125,10 @@ class CandidateRow(BaseModel):
     spread: float | None = None  # the candidate's own relative spread, mean over workloads
     comparable: bool = True  # False: interpreted against native, the speedup means nothing
     path: str = ""
+
+    def origin(self) -> str:
+        """Who proposed it: its source, then any other that proposed the same candidate."""
+        return ", ".join([self.source, *self.also_from])
 
 
 class Report(BaseModel):

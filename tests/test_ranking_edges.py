@@ -4,9 +4,9 @@ baseline, the fastest was flagged, a tie within the noise."""
 import statistics
 
 from scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
-from tasks.models import CandidateRef, CandidateResult
+from tasks.models import CandidateRef, CandidateResult, DiscoverPlan
 from tasks.ranking import baseline_stats, rank
-from tasks.results import LaneResult, Review
+from tasks.results import DiscoverOutcome, LaneResult, Review
 
 REL = 0.01  # each candidate's own relative spread
 
@@ -95,3 +95,36 @@ def test_a_tie_within_noise_keeps_the_original(frozen_rmsnorm):
     review = Review(candidate="just", decision="accepted", reasons=["ok"])
     _, winner = rank([lane([just], review)], None, frozen_rmsnorm)
     assert winner is not None and winner.name == "just"
+
+
+def test_a_candidate_proposed_by_discover_and_a_lane_is_one_row(frozen_rmsnorm):
+    """The lane proposed what Discover had checked (same files, so one check and one verdict,
+    tasks/evaluate.py): one row, from the lane that accepted it, naming Discover too."""
+    need = bar(frozen_rmsnorm)
+    shared = result(frozen_rmsnorm, "compiled", 2 * need)
+    own = result(frozen_rmsnorm, "tuned", 1.5 * need)
+    at_lane = CandidateResult(  # the lane's copy of the files: its own path, the same verdict
+        candidate=shared.candidate.model_copy(update={"path": "/lane/compiled"}),
+        verdict=shared.verdict,
+    )
+    plan = DiscoverPlan(baseline_ms=baseline_stats(frozen_rmsnorm)[0], measured=[shared])
+    found = DiscoverOutcome(
+        plan=plan, review=Review(candidate="compiled", decision="accepted", reasons=["ok"])
+    )
+    review = Review(candidate="compiled", decision="accepted", reasons=["ok"])
+    rows, winner = rank([lane([own, at_lane], review)], found, frozen_rmsnorm)
+    assert [(r.name, r.source, r.also_from) for r in rows] == [
+        ("compiled", "torch", ["discover"]),
+        ("tuned", "torch", []),
+    ]
+    assert winner is rows[0] and winner.path == "/lane/compiled"
+    assert winner.origin() == "torch, discover"
+    # checked twice (a re-check: other samples), it is two candidates, two rows
+    again = result(frozen_rmsnorm, "compiled", 2.01 * need)
+    plan = DiscoverPlan(baseline_ms=plan.baseline_ms, measured=[again])
+    rows, _ = rank([lane([own, at_lane], review)], DiscoverOutcome(plan=plan), frozen_rmsnorm)
+    assert sorted((r.name, r.source) for r in rows) == [
+        ("compiled", "discover"),
+        ("compiled", "torch"),
+        ("tuned", "torch"),
+    ]
