@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from scripts import forkserver, manifest, protocol, sandbox
+from scripts import box, forkserver, isolation, manifest, protocol, sandbox
 from scripts.errors import BadInput
 from scripts.judge import CHILD_PGID, HARNESS_DIR, REPO_ROOT
 from scripts.verdict import Status, Verdict
@@ -183,6 +183,8 @@ def _run_judge(
         raise BadInput(
             str(HARNESS_DIR), "the harness's sources changed since this process loaded them"
         )
+    if refused := isolation.refusal():  # untrusted code never runs unboxed by accident
+        raise BadInput("sandbox", refused)
     sandbox.protect_self()  # candidates must not read this process's memory or environment
     own = workdir is None
     workdir = Path(tempfile.mkdtemp(prefix="bakeoff-check-")) if own else Path(workdir)
@@ -200,6 +202,7 @@ def _run_judge(
             log_path=workdir / "judge.log",
             timeout_s=_judge_deadline(request),
             warm=warm,
+            box=_box(request, workdir),
         )
         if finished.timed_out or finished.returncode != 0:
             _kill_candidate_group(workdir)
@@ -218,6 +221,19 @@ def _run_judge(
             "reason": sandbox.redact(verdict.reason, secrets) if verdict.reason else None,
         }
     )
+
+
+def _box(request: protocol.JudgeRequest, workdir: Path) -> dict:
+    """The check's box (scripts/box.py): the frozen task and the candidate read-only; the
+    check's work directory (request, verdict, scratch) and the compilers' caches writable.
+    Nothing else of the run directory (other checks, receipts, `checked/`) is in it."""
+    read = [request.task_dir, *([request.candidate] if request.candidate else [])]
+    write = [workdir]
+    for cache in (request.cache_dir, request.baseline_cache_dir):
+        if cache:
+            Path(cache).mkdir(parents=True, exist_ok=True)
+            write.append(cache)
+    return box.plan(read=read, write=write, cwd=str(workdir))
 
 
 def _start_judge(
@@ -275,6 +291,17 @@ def _read_verdict(request, verdict_path: Path, finished, log_path: Path):
     else:
         problem = f"it {finished.how} without a verdict"
     log = Path(log_path).read_text(errors="replace")[-2000:] if Path(log_path).exists() else ""
+    if blamed := _blame(request, finished):
+        if request.precompile:
+            return protocol.Precompiled(seconds=0.0, status=Status.CRASHED, reason=blamed)
+        return Verdict(
+            candidate=request.candidate or "baseline",
+            oracle_sha256="",
+            device="unknown",
+            status=Status.CRASHED,
+            reason=blamed,
+            output_tail=log,
+        )
     if request.precompile:
         reason = f"the harness failed: {problem}"
         return protocol.Precompiled(seconds=0.0, status=Status.HARNESS_ERROR, reason=reason)
@@ -286,6 +313,24 @@ def _read_verdict(request, verdict_path: Path, finished, log_path: Path):
         reason=f"the harness failed: {problem}",
         output_tail=log,
     )
+
+
+def _blame(request: protocol.JudgeRequest, finished) -> str | None:
+    """The candidate's failure when the check's box ended without a verdict for a reason only
+    untrusted code can cause: a bound of the box passed (its trusted relay's reserved status),
+    or the judge killed by a signal before the deadline (nothing trusted sends one then; the
+    candidate shares the judge's box and uid, so it can). None: the harness's own failure."""
+    if finished.timed_out or request.freezing or not isolation.wanted():
+        return None
+    code = finished.returncode or 0
+    if why := box.reason(code):
+        return f"the candidate's process tree {why}"
+    if code < 0:
+        return (
+            f"the check's processes were {sandbox.describe_exit(code).removeprefix('was ')} "
+            "while the candidate ran in their box (booked on the candidate)"
+        )
+    return None
 
 
 def _remove(path: Path) -> None:
