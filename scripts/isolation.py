@@ -35,6 +35,7 @@ import json
 import os
 import resource
 import signal
+import struct
 import sys
 import time
 
@@ -258,18 +259,41 @@ def _map_self(uid: int, gid: int) -> None:
         libc.prctl(_PR_SET_DUMPABLE, 1 if dumpable == 1 else 0, 0, 0, 0)
 
 
+def _grant(path: str, uid: int) -> None:
+    """An access ACL giving `uid` rwx on `path`, its owner unchanged (git refuses a work tree
+    whose top another user owns). Written as the kernel's xattr; OSError where unsupported."""
+    mode = os.stat(path).st_mode
+    entries = [(1, (mode >> 6) & 7, -1), (2, 7, uid), (4, (mode >> 3) & 7, -1), (0x10, 7, -1)]
+    entries.append((0x20, mode & 7, -1))
+    data = struct.pack("<I", 2) + b"".join(
+        struct.pack("<HHI", tag, perm, ident & 0xFFFFFFFF) for tag, perm, ident in entries
+    )
+    os.setxattr(path, "system.posix_acl_access", data)
+
+
 def _prepare_host(plan: dict) -> None:
-    """As root, before entering: the box's uid owns its writable paths (made by the trusted side
-    for this box alone) and can read its read-only ones."""
+    """As root, before entering: the box's uid may write its writable paths (made by the
+    trusted side for this box: their contents become its, the top keeps its owner and grants
+    it by an ACL) and read its read-only ones. Read-only paths inside writable ones (a
+    workspace's .git) are left alone."""
     uid, gid = plan["uid"], plan["gid"]
+    frozen = {src for kind, src, _ in plan["mounts"] if kind == "ro"}
     for kind, src, _ in plan["mounts"]:
-        if kind == "rw":
+        if kind == "rw" and os.path.isdir(src):
+            try:
+                _grant(src, uid)
+            except OSError:
+                os.lchown(src, uid, gid)
             for root, dirs, files in os.walk(src):
-                for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
-                    try:
-                        os.lchown(name, uid, gid)
-                    except OSError:
-                        pass
+                dirs[:] = [d for d in dirs if os.path.join(root, d) not in frozen]
+                for name in (os.path.join(root, n) for n in dirs + files):
+                    if name not in frozen and os.lstat(name).st_uid != uid:
+                        try:
+                            os.lchown(name, uid, gid)
+                        except OSError:
+                            pass
+        elif kind == "rw":
+            os.lchown(src, uid, gid)
         elif kind == "ro" and os.path.isdir(src) and not os.stat(src).st_mode & 0o005:
             os.chmod(src, os.stat(src).st_mode | 0o005)  # a mkdtemp directory (0700)
 

@@ -218,6 +218,8 @@ def spawn(
     argv: list[str], *, env: dict[str, str], cwd: Path, log_path: Path, pass_fds=(), plan=None
 ) -> subprocess.Popen:
     """Start `argv` in the box `plan` (box.plan(); None: only `cwd` writable)."""
+    if plan is None and not isolation.inside():
+        plan = box.plan(write=[cwd], cwd=str(cwd))
     with new_file(log_path) as log:
         return subprocess.Popen(
             isolation.wrap(argv, env, plan),  # in its box (scripts/box.py, scripts/isolation.py)
@@ -374,7 +376,12 @@ def fork_module(
     own session, `cwd`, exactly `env`, output to `log_path`, no other inherited descriptors.
 
     It skips the interpreter's start and the imports this process already made (torch takes
-    seconds). Only for a single-threaded caller that has not initialised a GPU."""
+    seconds). Only for a single-threaded caller that has not initialised a GPU. `box`: the
+    plan of its box (scripts/box.py); None: only `cwd` writable."""
+    if box is None and not isolation.inside():
+        from scripts import box as policy
+
+        box = policy.plan(write=[cwd], cwd=str(cwd))
     with new_file(log_path) as log:
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
