@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import sys
 import tempfile
 import time
@@ -190,6 +191,7 @@ def _run_judge(
     workdir = Path(tempfile.mkdtemp(prefix="bakeoff-check-")) if own else Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
+    made: list[Path] = []
     try:
         request_path, verdict_path = workdir / "request.json", workdir / "verdict.json"
         sandbox.write_new(request_path, request.model_dump_json())
@@ -202,12 +204,13 @@ def _run_judge(
             log_path=workdir / "judge.log",
             timeout_s=_judge_deadline(request),
             warm=warm,
-            box=_box(request, workdir),
+            box=_box(request, workdir, made),
         )
         if finished.timed_out or finished.returncode != 0:
             _kill_candidate_group(workdir)
         verdict = _read_verdict(request, verdict_path, finished, workdir / "judge.log")
     finally:
+        _unmake_empty(made)
         if own:
             _remove(workdir)
     if isinstance(verdict, protocol.Precompiled):
@@ -223,7 +226,7 @@ def _run_judge(
     )
 
 
-def _box(request: protocol.JudgeRequest, workdir: Path) -> dict:
+def _box(request: protocol.JudgeRequest, workdir: Path, made: list[Path]) -> dict:
     """The check's box (scripts/box.py): the frozen task and the candidate read-only; the
     check's work directory (request, verdict, scratch) and the compilers' caches writable.
     Nothing else of the run directory (other checks, receipts, `checked/`) is in it."""
@@ -231,9 +234,21 @@ def _box(request: protocol.JudgeRequest, workdir: Path) -> dict:
     write = [workdir]
     for cache in (request.cache_dir, request.baseline_cache_dir):
         if cache:
-            Path(cache).mkdir(parents=True, exist_ok=True)
+            made.extend(
+                reversed([p for p in (Path(cache), *Path(cache).parents) if not p.exists()])
+            )
+            Path(cache).mkdir(parents=True, exist_ok=True)  # a mount point must exist
             write.append(cache)
     return box.plan(read=read, write=write, cwd=str(workdir))
+
+
+def _unmake_empty(made: list[Path]) -> None:
+    """Cache directories made only to be bound into a box (`_box`), left empty: removed."""
+    while made:
+        try:
+            made.pop().rmdir()
+        except OSError:
+            pass
 
 
 def _start_judge(
@@ -300,7 +315,7 @@ def _read_verdict(request, verdict_path: Path, finished, log_path: Path):
             device="unknown",
             status=Status.CRASHED,
             reason=blamed,
-            output_tail=log,
+            output_tail=_candidate_tail(Path(log_path).parent) or log,
         )
     if request.precompile:
         reason = f"the harness failed: {problem}"
@@ -313,6 +328,29 @@ def _read_verdict(request, verdict_path: Path, finished, log_path: Path):
         reason=f"the harness failed: {problem}",
         output_tail=log,
     )
+
+
+def _candidate_tail(workdir: Path, chars: int = 2000) -> str:
+    """The end of the output of the check's last candidate process, read without following
+    a link the candidate may have planted there (its scratch directory was its own)."""
+    logs = []
+    for scratch in workdir.glob("scratch-*"):
+        if scratch.is_dir() and not scratch.is_symlink():
+            try:
+                fd = os.open(scratch / "output.log", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            except OSError:
+                continue
+            logs.append((os.fstat(fd).st_mtime, fd))
+    if not logs:
+        return ""
+    logs.sort()
+    for _, fd in logs[:-1]:
+        os.close(fd)
+    with os.fdopen(logs[-1][1], "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return ""
+        f.seek(max(0, os.fstat(f.fileno()).st_size - 4 * chars))
+        return f.read().decode(errors="replace")[-chars:]
 
 
 def _blame(request: protocol.JudgeRequest, finished) -> str | None:

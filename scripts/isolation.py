@@ -368,6 +368,8 @@ def enter(plan: dict | None = None) -> str | None:
     os.write(up_w, b"ok")
     if os.read(go_r, 2) != b"go":
         os._exit(EXIT_BROKEN)
+    os.close(up_w)
+    os.close(go_r)
     pid = os.fork()
     if pid:  # C: nothing to do but end with I (P reads how the code ended from I's pipe)
         os.close(rep_w)
@@ -404,8 +406,7 @@ def enter(plan: dict | None = None) -> str | None:
         os._exit(EXIT_BROKEN)
     if leader:  # as its caller made it
         os.setsid()
-    os.environ[MARK] = "1"
-    _inside = True
+    _inside = True  # forks inherit it; a process exec'd by `main` gets MARK
     return None
 
 
@@ -566,6 +567,8 @@ def main(argv: list[str]) -> int:
     elif why:
         print(REFUSED.format(why=why), file=sys.stderr, flush=True)
         return 2
+    else:
+        os.environ[MARK] = "1"
     os.execvp(argv[0], argv)
     return 127  # pragma: no cover
 
