@@ -197,10 +197,12 @@ def plan(
     for pattern in DEVICE_NODES:
         devices += sorted(glob.glob(pattern))
     b = bounds or Bounds.from_env()
+    present = [d for d in devices if os.path.exists(d)]
     return {
         # What this user cannot reach is not bound (nor needed: its interpreter runs).
         "mounts": [m for m in _dedup(mounts) if m[0] == "symlink" or os.access(m[1], os.R_OK)],
-        "devices": [d for d in devices if os.path.exists(d)],
+        "devices": present,
+        "groups": _device_groups(present) if os.geteuid() == 0 else [],
         "uid": BOX_UID if os.geteuid() == 0 else os.geteuid(),
         "gid": BOX_UID if os.geteuid() == 0 else os.getegid(),
         "bounds": asdict(b),
@@ -221,3 +223,19 @@ def _dedup(mounts: list[list[str]]) -> list[list[str]]:
             continue
         out.append(m)
     return out
+
+
+def _device_groups(devices: list[str]) -> list[int]:
+    """The groups that own the GPU nodes (AMD's `render` and `video` for /dev/kfd and
+    /dev/dri): as root the box's uid gets them, the only groups it has."""
+    gids = set()
+    for dev in devices:
+        nodes = [dev] + (glob.glob(f"{dev}/*") if os.path.isdir(dev) else [])
+        for node in nodes:
+            try:
+                gid = os.stat(node).st_gid
+            except OSError:
+                continue
+            if gid not in (0, BOX_UID):
+                gids.add(gid)
+    return sorted(gids)

@@ -19,7 +19,7 @@ How (`enter(plan)` in a freshly forked, single-threaded process P):
 - I forks the code's process, which drops every capability, sets no_new_privs and the process
   bound, and returns from `enter`. I waits for it, reports how it ended to P over a pipe, and
   exits; the kernel then kills whatever is left in the namespace.
-- P stays outside as the relay and watchdog: it sums the box's memory (proportional set size of
+- P stays outside as the relay and watchdog (scripts/box_relay.py): it sums the box's memory (proportional set size of
   every process under it), counts its processes and the size of its writable paths, and kills
   the box with a reserved exit status (box.RESERVED) when one passes its bound; otherwise it
   ends exactly as the code ended.
@@ -37,7 +37,6 @@ import resource
 import signal
 import struct
 import sys
-import time
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
@@ -50,7 +49,6 @@ _PR_SET_PDEATHSIG, _PR_GET_DUMPABLE, _PR_SET_DUMPABLE = 1, 3, 4
 _PR_CAPBSET_DROP, _PR_SET_NO_NEW_PRIVS = 24, 38
 _CAP_VERSION_3 = 0x20080522
 EXIT_MEMORY, EXIT_PROCS, EXIT_SCRATCH, EXIT_BROKEN = 90, 91, 92, 70  # as scripts/box.py says
-TICK_S = 0.1
 MARK = "BAKEOFF_IN_BOX"
 REFUSED = (
     "the sandbox cannot be made here ({why}): it needs user, mount, PID and network "
@@ -207,39 +205,12 @@ def _drop_capabilities() -> None:
     _check(libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
 
 
-def _status(pid: int) -> int:
-    while True:
-        try:
-            return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-        except ChildProcessError:
-            return 1
-        except InterruptedError:
-            continue
-
-
-def _end_as(code: int) -> None:
-    if code < 0:
-        if -code not in (signal.SIGKILL, signal.SIGSTOP):
-            signal.signal(-code, signal.SIG_DFL)
-        os.kill(os.getpid(), -code)
-    os._exit(code if code >= 0 else 128 - code)
-
-
 def _die_with_parent(parent: int | None) -> None:
     """SIGKILL when the parent goes (`parent`: its pid, to close the race; None for PID 1,
     whose parent is outside its namespace and reads as 0)."""
     _libc().prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if parent is not None and os.getppid() != parent:
         os._exit(EXIT_BROKEN)
-
-
-def _close_except(*keep: int) -> None:
-    for fd in range(3, 1024):
-        if fd not in keep:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
 
 
 def _map_self(uid: int, gid: int) -> None:
@@ -273,14 +244,16 @@ def _grant(path: str, uid: int) -> None:
 
 def _prepare_host(plan: dict) -> None:
     """As root, before entering: the box's uid may write its writable paths (made by the
-    trusted side for this box: their contents become its, the top keeps its owner and grants
-    it by an ACL) and read its read-only ones. Read-only paths inside writable ones (a
+    trusted side for this box: they become its; a git work tree's top keeps its owner and
+    grants it by an ACL) and read its read-only ones. Read-only paths inside writable ones (a
     workspace's .git) are left alone."""
     uid, gid = plan["uid"], plan["gid"]
     frozen = {src for kind, src, _ in plan["mounts"] if kind == "ro"}
     for kind, src, _ in plan["mounts"]:
         if kind == "rw" and os.path.isdir(src):
-            try:
+            try:  # a git work tree keeps its owner (git trusts no other); the rest is the box's
+                if not os.path.isdir(os.path.join(src, ".git")):
+                    raise OSError("not a work tree")
                 _grant(src, uid)
             except OSError:
                 os.lchown(src, uid, gid)
@@ -296,6 +269,23 @@ def _prepare_host(plan: dict) -> None:
             os.lchown(src, uid, gid)
         elif kind == "ro" and os.path.isdir(src) and not os.stat(src).st_mode & 0o005:
             os.chmod(src, os.stat(src).st_mode | 0o005)  # a mkdtemp directory (0700)
+
+
+def _relay_module():
+    try:
+        from scripts import box_relay
+    except ImportError:  # run as a script (`wrap`): its directory is not on sys.path
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import box_relay  # type: ignore[no-redef]
+    return box_relay
+
+
+def relay_status(pid: int) -> int:
+    return _relay_module().status(pid)
+
+
+def close_except(*keep: int) -> None:
+    _relay_module().close_except(*keep)
 
 
 def enter(plan: dict | None = None) -> str | None:
@@ -321,6 +311,7 @@ def enter(plan: dict | None = None) -> str | None:
     up_r, up_w = os.pipe()  # C -> P: namespaces made, or why not
     go_r, go_w = os.pipe()  # P -> C: ids mapped
     rep_r, rep_w = os.pipe()  # I -> P: how the code ended, or what failed
+    relay = _relay_module()  # imported before the fork: the relay must not fail importing
     leader = os.getsid(0) == os.getpid()
     me = os.getpid()
     pid = os.fork()
@@ -329,7 +320,7 @@ def enter(plan: dict | None = None) -> str | None:
             os.close(fd)
         why = os.read(up_r, 500).decode(errors="replace")
         if why != "ok":
-            _status(pid)
+            relay_status(pid)
             for fd in (up_r, go_w, rep_r):
                 os.close(fd)
             return why or "the namespaces' process ended before making them"
@@ -338,13 +329,14 @@ def enter(plan: dict | None = None) -> str | None:
                 # 0 too, for I to make the box's root as root (files it creates need an owner
                 # the namespace maps); the code never runs as 0 and holds no capability.
                 _write(f"/proc/{pid}/uid_map", f"0 0 1\n{plan['uid']} {plan['uid']} 1\n")
-                _write(f"/proc/{pid}/gid_map", f"0 0 1\n{plan['gid']} {plan['gid']} 1\n")
+                gids = sorted({0, plan["gid"], *plan.get("groups", [])})
+                _write(f"/proc/{pid}/gid_map", "".join(f"{g} {g} 1\n" for g in gids))
             except OSError as exc:
                 os.kill(pid, signal.SIGKILL)
-                _status(pid)
+                relay_status(pid)
                 return f"mapping uid {plan['uid']}: {exc}"
         os.write(go_w, b"go")
-        _relay(pid, rep_r, plan)
+        relay.relay(pid, rep_r, plan)
     _die_with_parent(me)
     for fd in (up_r, go_w, rep_r):
         os.close(fd)
@@ -373,15 +365,15 @@ def enter(plan: dict | None = None) -> str | None:
     pid = os.fork()
     if pid:  # C: nothing to do but end with I (P reads how the code ended from I's pipe)
         os.close(rep_w)
-        os._exit(0 if _status(pid) == 0 else EXIT_BROKEN)
+        os._exit(0 if relay_status(pid) == 0 else EXIT_BROKEN)
     try:
         _die_with_parent(None)
         cwd = plan.get("cwd") or os.getcwd()
         _build_root(plan)
         for cap in range(64):  # while this process still may (CAP_SETPCAP)
             _libc().prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)
-        if root:  # root's groups; a user's namespace denies setgroups (and maps none)
-            os.setgroups([])
+        if root:  # only the GPU nodes' groups; a user's namespace denies setgroups (keeps its own)
+            os.setgroups(plan.get("groups", []))
         os.setresgid(plan["gid"], plan["gid"], plan["gid"])
         os.setresuid(plan["uid"], plan["uid"], plan["uid"])
         _die_with_parent(None)  # a change of uid clears it
@@ -391,8 +383,8 @@ def enter(plan: dict | None = None) -> str | None:
         os._exit(EXIT_BROKEN)
     pid = os.fork()  # the code must not be PID 1, which ignores the signals it sends itself
     if pid:
-        _close_except(rep_w)
-        code = _status(pid)
+        close_except(rep_w)
+        code = relay_status(pid)
         os.write(rep_w, str(code).encode())
         os._exit(0)
     os.close(rep_w)
@@ -408,95 +400,6 @@ def enter(plan: dict | None = None) -> str | None:
         os.setsid()
     _inside = True  # forks inherit it; a process exec'd by `main` gets MARK
     return None
-
-
-def _tree(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as f:
-                    ppid = int(f.read().rpartition(b")")[2].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-    found, stack = [root], [root]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            found.append(child)
-            stack.append(child)
-    return found
-
-
-def _memory(pids: list[int]) -> int:
-    """Proportional set size of `pids` (pages shared with the warm server count in part)."""
-    total = 0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
-                for line in f:
-                    if line.startswith(b"Pss:"):
-                        total += int(line.split()[1]) * 1024
-                        break
-        except (OSError, ValueError):
-            pass
-    return total
-
-
-def _disk(paths: list[str], cap: int = 200_000) -> int:
-    total, seen, stack = 0, 0, list(paths)
-    while stack and seen < cap:
-        try:
-            with os.scandir(stack.pop()) as it:
-                for entry in it:
-                    seen += 1
-                    st = entry.stat(follow_symlinks=False)
-                    total += st.st_blocks * 512
-                    if entry.is_dir(follow_symlinks=False):
-                        stack.append(entry.path)
-        except OSError:
-            continue
-    return total
-
-
-def _relay(pid: int, report: int, plan: dict) -> None:
-    """P: wait for the box, watching its bounds; end as its code ended, or with the bound's
-    reserved status (and a line in the log) when one was passed."""
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, lambda _s, _f: os.kill(pid, signal.SIGKILL))
-    _close_except(report)
-    bounds, watch = plan["bounds"], plan["watch"]
-    passed, tick = None, 0
-    while passed is None:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        tree = _tree(pid)
-        if len(tree) - 2 > bounds["procs"]:  # C and I are the box's, not the code's
-            passed = EXIT_PROCS, f"more than {bounds['procs']} processes"
-        elif _memory(tree) > bounds["memory_bytes"]:
-            passed = EXIT_MEMORY, f"more than {bounds['memory_bytes'] / 2**30:g} GiB of memory"
-        elif tick % 10 == 0 and watch and _disk(watch) > bounds["scratch_bytes"]:
-            passed = EXIT_SCRATCH, f"more than {bounds['scratch_bytes'] / 2**30:g} GiB written"
-        tick += 1
-        time.sleep(TICK_S)
-    if passed is not None:
-        for p in reversed(_tree(pid)):
-            try:
-                os.kill(p, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        _status(pid)
-        print(f"the sandbox killed untrusted code: it used {passed[1]}", file=sys.stderr)
-        os._exit(passed[0])
-    told = os.read(report, 600).decode(errors="replace").strip()
-    if not told and os.waitstatus_to_exitcode(status) == EXIT_BROKEN:
-        told = "!its PID 1 ended before the code started"
-    if told.startswith("!"):
-        print(f"the sandbox could not be made: {told[1:]}", file=sys.stderr, flush=True)
-        os._exit(EXIT_BROKEN)
-    code = int(told) if told.lstrip("-").isdigit() else os.waitstatus_to_exitcode(status)
-    _end_as(1 if code in (EXIT_MEMORY, EXIT_PROCS, EXIT_SCRATCH, EXIT_BROKEN) else code)
 
 
 def probe(plan: dict | None = None) -> str | None:

@@ -58,7 +58,8 @@ def call(step: str, where: str, timeout_s: float = TIMEOUT_S, read=(), write=(),
             raise BadInput(where, f"reading it did not finish within {timeout_s:g} s")
         if finished.returncode != 0 or not answer.is_file():
             tail = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
-            raise BadInput(where, f"reading it {finished.how}: {' '.join(tail)[:300]}")
+            how = box.reason(finished.returncode or 0) or finished.how  # a bound of its box
+            raise BadInput(where, f"reading it {how}: {' '.join(tail)[:300]}")
         data = json.loads(answer.read_text())
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
