@@ -7,6 +7,7 @@ environment plus the lane's device variable, and a deadline.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -59,7 +60,7 @@ def profile(task_dir: Path, candidate: Path, workload: str, env: dict, device_en
     plan = box.plan(read=[task_dir, candidate], write=[out_dir.parent], cwd=str(out_dir.parent))
     try:
         done = subprocess.run(
-            isolation.wrap(argv, full_env, plan),
+            isolation.wrap(argv, os.environ, plan),
             cwd=out_dir.parent,
             env=full_env,
             capture_output=True,

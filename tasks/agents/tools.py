@@ -185,7 +185,7 @@ class LaneTools:
         frozen = [self.ws.root / name for name in READ_ONLY_TOP]
         plan = box.plan(write=[self.ws.root], frozen=frozen, cwd=str(self.ws.root))
         proc = subprocess.Popen(
-            isolation.wrap(["/bin/sh", "-c", command], {}, plan),
+            isolation.wrap(["/bin/sh", "-c", command], os.environ, plan),
             cwd=self.ws.root,
             env=self.command_env(),
             stdin=subprocess.DEVNULL,
