@@ -10,7 +10,10 @@
 # (it uses .venv/bin/prefect when there is one). Settings, all optional:
 #   PGHOST, PGPORT            where PostgreSQL listens (default: Debian's local socket, 5432)
 #   BAKEOFF_DB_PASSWORD       the `prefect` role's password (default: generated once, kept in
-#                             $BAKEOFF_SERVICE_DIR/db.env, mode 600)
+#                             $BAKEOFF_SERVICE_DIR/db.env, mode 600, with the API's login
+#                             BAKEOFF_API_AUTH_STRING, which the server always requires and
+#                             `deploy`/`worker` send: PREFECT_SERVER_API_AUTH_STRING and
+#                             PREFECT_API_AUTH_STRING override it)
 #   BAKEOFF_SERVER_HOST/PORT  the server's interface and port (127.0.0.1, 4200). Any other
 #                             interface needs PREFECT_SERVER_API_AUTH_STRING=user:password
 #                             (clients then set PREFECT_API_AUTH_STRING to the same value).
@@ -48,6 +51,11 @@ database() {
     local password=${BAKEOFF_DB_PASSWORD:-$("$PYTHON" -c 'import secrets; print(secrets.token_hex(16))')}
     (umask 077 && printf 'BAKEOFF_DB_PASSWORD=%s\n' "$password" > "$STATE/db.env")
   fi
+  if ! grep -q '^BAKEOFF_API_AUTH_STRING=' "$STATE/db.env"; then  # the API's login, once
+    local auth
+    auth=bakeoff:$("$PYTHON" -c 'import secrets; print(secrets.token_hex(16))')
+    (umask 077 && printf 'BAKEOFF_API_AUTH_STRING=%s\n' "$auth" >> "$STATE/db.env")
+  fi
   # shellcheck disable=SC1091
   source "$STATE/db.env"
   local verb=CREATE; [[ $exists == 1 ]] && verb=ALTER
@@ -66,6 +74,10 @@ server() {
   [[ -s $STATE/db.env ]] || die "no $STATE/db.env: run 'deployments/service.sh database' first"
   # shellcheck disable=SC1091
   source "$STATE/db.env"
+  # The API requires its login, on loopback too: any local process (a candidate's, were it
+  # out of its box) could otherwise change runs and register flows that workers run.
+  : "${PREFECT_SERVER_API_AUTH_STRING:=${BAKEOFF_API_AUTH_STRING:-}}"
+  [[ -n $PREFECT_SERVER_API_AUTH_STRING ]] && export PREFECT_SERVER_API_AUTH_STRING
   if [[ $HOST != 127.0.0.1 && $HOST != localhost && -z ${PREFECT_SERVER_API_AUTH_STRING:-} ]]; then
     die "a server on $HOST is reachable from other hosts: set PREFECT_SERVER_API_AUTH_STRING=user:password (clients: PREFECT_API_AUTH_STRING)"
   fi
@@ -73,7 +85,14 @@ server() {
   exec "$PREFECT" server start --host "$HOST" --port "$PORT"
 }
 
-api() { : "${PREFECT_API_URL:=http://$HOST:$PORT/api}"; export PREFECT_API_URL; }
+api() {  # clients: the server's address and its login (db.env, where this user can read it)
+  : "${PREFECT_API_URL:=http://$HOST:$PORT/api}"; export PREFECT_API_URL
+  if [[ -z ${PREFECT_API_AUTH_STRING:-} && -r $STATE/db.env ]]; then
+    PREFECT_API_AUTH_STRING=$(sed -n 's/^BAKEOFF_API_AUTH_STRING=//p' "$STATE/db.env")
+    [[ -n $PREFECT_API_AUTH_STRING ]] && export PREFECT_API_AUTH_STRING
+  fi
+  return 0
+}
 
 deploy() {
   api

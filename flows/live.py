@@ -211,9 +211,12 @@ def run(request: BakeoffRequest, as_json: bool = False, debug: bool = False) -> 
     console = Console(stderr=as_json)
     if not console.is_terminal:
         console.width = 140  # a log file or a pipe: room for the ranking table
-    from scripts.isolation import warning
+    from scripts.isolation import refusal, warning
 
-    unsafe = warning()  # candidates could read this user's processes' environment
+    if refused := refusal():  # the box cannot be made here: untrusted code is not run
+        console.print(f"[bold red]bakeoff: {refused}[/]")
+        return 2
+    unsafe = warning()  # BAKEOFF_ISOLATION=none: candidates are out of their box
     if unsafe:
         console.print(f"[bold red]{unsafe}[/]")
     with run_lock(run_dir):  # a second bake-off here stops before it writes anything

@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import sys
 import tempfile
 import time
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from scripts import forkserver, manifest, protocol, sandbox
+from scripts import box, forkserver, isolation, manifest, protocol, sandbox
 from scripts.errors import BadInput
 from scripts.judge import CHILD_PGID, HARNESS_DIR, REPO_ROOT
 from scripts.verdict import Status, Verdict
@@ -183,11 +184,14 @@ def _run_judge(
         raise BadInput(
             str(HARNESS_DIR), "the harness's sources changed since this process loaded them"
         )
+    if refused := isolation.refusal():  # untrusted code never runs unboxed by accident
+        raise BadInput("sandbox", refused)
     sandbox.protect_self()  # candidates must not read this process's memory or environment
     own = workdir is None
     workdir = Path(tempfile.mkdtemp(prefix="bakeoff-check-")) if own else Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
+    made: list[Path] = []
     try:
         request_path, verdict_path = workdir / "request.json", workdir / "verdict.json"
         sandbox.write_new(request_path, request.model_dump_json())
@@ -200,11 +204,13 @@ def _run_judge(
             log_path=workdir / "judge.log",
             timeout_s=_judge_deadline(request),
             warm=warm,
+            box=_box(request, workdir, made),
         )
         if finished.timed_out or finished.returncode != 0:
             _kill_candidate_group(workdir)
         verdict = _read_verdict(request, verdict_path, finished, workdir / "judge.log")
     finally:
+        _unmake_empty(made)
         if own:
             _remove(workdir)
     if isinstance(verdict, protocol.Precompiled):
@@ -218,6 +224,31 @@ def _run_judge(
             "reason": sandbox.redact(verdict.reason, secrets) if verdict.reason else None,
         }
     )
+
+
+def _box(request: protocol.JudgeRequest, workdir: Path, made: list[Path]) -> dict:
+    """The check's box (scripts/box.py): the frozen task and the candidate read-only; the
+    check's work directory (request, verdict, scratch) and the compilers' caches writable.
+    Nothing else of the run directory (other checks, receipts, `checked/`) is in it."""
+    read = [request.task_dir, *([request.candidate] if request.candidate else [])]
+    write = [workdir]
+    for cache in (request.cache_dir, request.baseline_cache_dir):
+        if cache:
+            made.extend(
+                reversed([p for p in (Path(cache), *Path(cache).parents) if not p.exists()])
+            )
+            Path(cache).mkdir(parents=True, exist_ok=True)  # a mount point must exist
+            write.append(cache)
+    return box.plan(read=read, write=write, cwd=str(workdir))
+
+
+def _unmake_empty(made: list[Path]) -> None:
+    """Cache directories made only to be bound into a box (`_box`), left empty: removed."""
+    while made:
+        try:
+            made.pop().rmdir()
+        except OSError:
+            pass
 
 
 def _start_judge(
@@ -275,6 +306,17 @@ def _read_verdict(request, verdict_path: Path, finished, log_path: Path):
     else:
         problem = f"it {finished.how} without a verdict"
     log = Path(log_path).read_text(errors="replace")[-2000:] if Path(log_path).exists() else ""
+    if blamed := _blame(request, finished):
+        if request.precompile:
+            return protocol.Precompiled(seconds=0.0, status=Status.CRASHED, reason=blamed)
+        return Verdict(
+            candidate=request.candidate or "baseline",
+            oracle_sha256="",
+            device="unknown",
+            status=Status.CRASHED,
+            reason=blamed,
+            output_tail=_candidate_tail(Path(log_path).parent) or log,
+        )
     if request.precompile:
         reason = f"the harness failed: {problem}"
         return protocol.Precompiled(seconds=0.0, status=Status.HARNESS_ERROR, reason=reason)
@@ -286,6 +328,47 @@ def _read_verdict(request, verdict_path: Path, finished, log_path: Path):
         reason=f"the harness failed: {problem}",
         output_tail=log,
     )
+
+
+def _candidate_tail(workdir: Path, chars: int = 2000) -> str:
+    """The end of the output of the check's last candidate process, read without following
+    a link the candidate may have planted there (its scratch directory was its own)."""
+    logs = []
+    for scratch in workdir.glob("scratch-*"):
+        if scratch.is_dir() and not scratch.is_symlink():
+            try:
+                fd = os.open(scratch / "output.log", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            except OSError:
+                continue
+            logs.append((os.fstat(fd).st_mtime, fd))
+    if not logs:
+        return ""
+    logs.sort()
+    for _, fd in logs[:-1]:
+        os.close(fd)
+    with os.fdopen(logs[-1][1], "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return ""
+        f.seek(max(0, os.fstat(f.fileno()).st_size - 4 * chars))
+        return f.read().decode(errors="replace")[-chars:]
+
+
+def _blame(request: protocol.JudgeRequest, finished) -> str | None:
+    """The candidate's failure when the check's box ended without a verdict for a reason only
+    untrusted code can cause: a bound of the box passed (its trusted relay's reserved status),
+    or the judge killed by a signal before the deadline (nothing trusted sends one then; the
+    candidate shares the judge's box and uid, so it can). None: the harness's own failure."""
+    if finished.timed_out or request.freezing or not isolation.wanted():
+        return None
+    code = finished.returncode or 0
+    if why := box.reason(code):
+        return f"the candidate's process tree {why}"
+    if code < 0:
+        return (
+            f"the check's processes were {sandbox.describe_exit(code).removeprefix('was ')} "
+            "while the candidate ran in their box (booked on the candidate)"
+        )
+    return None
 
 
 def _remove(path: Path) -> None:

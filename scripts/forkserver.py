@@ -167,6 +167,7 @@ def _start(request: dict, running: dict[int, int], answer) -> None:
             env=request["env"],
             cwd=Path(request["cwd"]),
             log_path=Path(request["log"]),
+            box=request.get("box"),
         )
     except (OSError, KeyError, ImportError) as exc:
         _say(answer, id=request.get("id"), error=f"{type(exc).__name__}: {exc}")
@@ -230,6 +231,7 @@ class Server:
         cwd: Path,
         log_path: Path,
         timeout_s: float,
+        box: dict | None = None,
     ) -> sandbox.Finished | None:
         """Run module.main(argv) in a fork under a deadline; None if the server is unusable
         (then nothing was started and the caller starts the module itself)."""
@@ -238,7 +240,7 @@ class Server:
                 return None
             rid, self._next = self._next, self._next + 1
             request = dict(id=rid, module=module, argv=argv, env=env, cwd=str(cwd))
-            request.update(log=str(log_path))
+            request.update(log=str(log_path), box=box)
             try:
                 self.proc.stdin.write((json.dumps(request) + "\n").encode())
                 self.proc.stdin.flush()

@@ -1,68 +1,64 @@
-"""Untrusted code (the candidate and the frozen baseline, which the judge imports) in its own
-user, PID and mount namespaces, with its own /proc.
+"""Makes the box that `scripts/box.py` describes, in a fork (`enter`) or by exec (`wrap`).
 
-Why: a process of the same user can read `/proc/PID/environ` of every dumpable process of
-that user (the worker, the flow-run engine, the user's shell), and with it `ANTHROPIC_API_KEY`
-and Prefect's API settings; scrubbing the candidate's own environment does not stop that. In
-a PID namespace of its own, with a procfs mounted for that namespace, the only processes it can
-name or see are the judge's tree. The namespaces need no privilege (unprivileged user
-namespaces; as root they always work), no helper binary, and no device change: `/dev`, `/sys`
-and the file system stay as they are, so a GPU (`/dev/nvidia*`, `/dev/kfd`, `/dev/dri`) and
-the CUDA or ROCm libraries stay usable. After the mounts every capability is dropped, so the
-new /proc cannot be unmounted to uncover the host's. A few well-known credential files of the
-user's home are hidden under empty mounts too (defence in depth, not the boundary).
+Why in-process: checks fork warm judges and candidates from a server that imported torch (a
+fresh interpreter costs seconds), so the box must be enterable by a forked Python process;
+a fresh process is started through this file (`python -I -S isolation.py PLAN -- ARGV`),
+which makes the same box and execs ARGV. One engine, so one policy: the plan's mounts.
+This file imports nothing of the project (the exec path stays a few tens of milliseconds).
 
-How: `enter()` in a freshly forked, single-threaded process (sandbox.fork_module, before the
-module runs) unshares the namespaces and forks once more; the outer process only relays: it
-waits and exits as the inner one did, so its parent's pid, process group and exit status mean
-what they meant. The process two forks down runs the code; the one between is PID 1 of the namespace
-(init, which ignores the signals a process sends itself, so the code must not be it): when the
-code ends, init reports how and exits, and the kernel kills everything left inside. A fresh interpreter is started through `python -m scripts.isolation
-ARGV...` (`wrap`), which does the same and then execs ARGV.
+How (`enter(plan)` in a freshly forked, single-threaded process P):
+- P forks C, which unshares user, mount, PID, network, IPC and UTS namespaces. As root, P (still
+  root of the host) maps the box's uid to itself (65534 -> 65534): C keeps capabilities over its
+  own namespaces, and the uid it later takes is that uid on the host too, so root's files stay
+  root's. As a user, C maps its own uid (what an unprivileged user namespace allows).
+- C forks I, PID 1 of the new PID namespace. I builds an empty root (tmpfs), binds the plan's
+  paths in (read-only ones remounted read-only, submounts too), mounts a fresh /proc, a minimal
+  /dev with the GPU nodes, tmpfs /tmp and /dev/shm, pivots into it and drops the host's tree.
+  The binds are made while I is still uid 0 of the host (as root), so a path under /root
+  (mode 700: pyenv) is reachable; then I takes the box's uid and gid, no supplementary groups.
+- I forks the code's process, which drops every capability, sets no_new_privs and the process
+  bound, and returns from `enter`. I waits for it, reports how it ended to P over a pipe, and
+  exits; the kernel then kills whatever is left in the namespace.
+- P stays outside as the relay and watchdog (scripts/box_relay.py): it sums the box's memory (proportional set size of
+  every process under it), counts its processes and the size of its writable paths, and kills
+  the box with a reserved exit status (box.RESERVED) when one passes its bound; otherwise it
+  ends exactly as the code ended.
 
-Where the kernel refuses (user namespaces disabled, a seccomp filter), the code runs as before
-and a loud warning says that candidates can read this user's processes. `BAKEOFF_ISOLATION=none`
-turns isolation off on purpose (with the same warning).
+Where the kernel refuses (user namespaces off, seccomp), `enter` returns why and nothing changed;
+callers refuse to run untrusted code then, unless BAKEOFF_ISOLATION=none was set on purpose.
 """
 
 from __future__ import annotations
 
 import ctypes
+import json
 import os
-import pwd
+import resource
 import signal
+import struct
 import sys
-from pathlib import Path
 
-CLONE_NEWNS = 0x00020000
-CLONE_NEWUSER = 0x10000000
-CLONE_NEWPID = 0x20000000
-MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_RDONLY = 2, 4, 8, 1
-MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
-_PR_SET_PDEATHSIG = 1
-_PR_GET_DUMPABLE, _PR_SET_DUMPABLE = 3, 4
-_PR_CAPBSET_DROP = 24
-_PR_SET_NO_NEW_PRIVS = 38
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+_KEEP_FLAGS = MS_NOSUID | MS_NODEV | MS_NOEXEC | 1024 | 2048 | 4096  # noatime, nodiratime, relatime
+MNT_DETACH = 2
+SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(os.uname().machine, 155)
+_PR_SET_PDEATHSIG, _PR_GET_DUMPABLE, _PR_SET_DUMPABLE = 1, 3, 4
+_PR_CAPBSET_DROP, _PR_SET_NO_NEW_PRIVS = 24, 38
 _CAP_VERSION_3 = 0x20080522
-# Credential stores of the user's home hidden from untrusted code (defence in depth).
-HIDDEN = (
-    ".prefect",
-    ".anthropic",
-    ".claude",
-    ".claude.json",
-    ".config/anthropic",
-    ".config/gh",
-    ".aws",
-    ".ssh",
-    ".netrc",
-    ".git-credentials",
-    ".docker",
+EXIT_MEMORY, EXIT_PROCS, EXIT_SCRATCH, EXIT_BROKEN = 90, 91, 92, 70  # as scripts/box.py says
+MARK = "BAKEOFF_IN_BOX"
+REFUSED = (
+    "the sandbox cannot be made here ({why}): it needs user, mount, PID and network "
+    "namespaces (allow them: sysctl user.max_user_namespaces=15000, "
+    "kernel.unprivileged_userns_clone=1, kernel.apparmor_restrict_unprivileged_userns=0, or run "
+    "as root); untrusted code was not run. BAKEOFF_ISOLATION=none runs it unboxed on purpose."
 )
 WARNING = (
-    "WARNING: candidate code is NOT isolated ({why}): it can read the environment of every "
-    "process of this user (/proc/PID/environ), API keys included. Run the worker where user "
-    "namespaces are allowed (sysctl kernel.unprivileged_userns_clone=1, "
-    "user.max_user_namespaces>0) or as root."
+    "WARNING: untrusted code is NOT in its box (BAKEOFF_ISOLATION=none): it can reach the "
+    "network, read this user's files and processes' environments, and change what it can write."
 )
 
 _inside = False
@@ -70,24 +66,22 @@ _probed: str | None | bool = False  # False: not probed yet
 
 
 def wanted(env=None) -> bool:
-    value = (os.environ if env is None else env).get("BAKEOFF_ISOLATION", "namespace")
+    value = (os.environ if env is None else env).get("BAKEOFF_ISOLATION", "box")
     return value.lower() not in ("none", "off", "0")
 
 
 def inside() -> bool:
-    """Whether this process runs in namespaces made by `enter`: it (or the process it was forked
-    from) entered them, or it was exec'd by `main` (its parent is the namespace's init, which
-    runs this file). Processes started inside stay inside; pids seen here mean nothing outside."""
+    """Whether this process runs in a box: it entered one, or a process in one started it
+    (the mark is inherited, and the kernel says this is a user namespace of a few ids)."""
     if _inside:
         return True
-    try:
-        return os.getppid() == 1 and Path(__file__).name.encode() in _cmdline(1)
-    except OSError:
+    if os.environ.get(MARK) != "1":
         return False
-
-
-def _cmdline(pid: int) -> bytes:
-    return Path(f"/proc/{pid}/cmdline").read_bytes()
+    try:
+        with open("/proc/self/uid_map") as f:
+            return sum(int(line.split()[2]) for line in f if line.strip()) <= 2
+    except (OSError, IndexError, ValueError):
+        return False
 
 
 def _libc():
@@ -108,35 +102,6 @@ def _write(path: str, text: str) -> None:
         os.close(fd)
 
 
-class HalfMade(Exception):
-    """The namespaces were made but this user could not be mapped into them: nothing can be
-    undone, and such a process cannot even start a thread."""
-
-
-def _unshare() -> None:
-    """New namespaces with this user mapped to itself. OSError: nothing changed."""
-    uid, gid = os.geteuid(), os.getegid()
-    libc = _libc()
-    # A non-dumpable process's /proc/self files belong to root, so an ordinary user could not
-    # write its own id maps (the fork server's judges are non-dumpable: sandbox.protect_self).
-    # Dumpable for these few calls, as a freshly exec'd process is anyway; then as it was.
-    dumpable = libc.prctl(_PR_GET_DUMPABLE, 0, 0, 0, 0)
-    libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
-    try:
-        _check(libc.unshare(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS), "unshare")
-        try:
-            try:
-                _write("/proc/self/setgroups", "deny")
-            except FileNotFoundError:
-                pass
-            _write("/proc/self/gid_map", f"{gid} {gid} 1")
-            _write("/proc/self/uid_map", f"{uid} {uid} 1")
-        except OSError as exc:
-            raise HalfMade(f"mapping user {uid} into the new namespaces: {exc}") from exc
-    finally:
-        libc.prctl(_PR_SET_DUMPABLE, 1 if dumpable == 1 else 0, 0, 0, 0)  # 2 cannot be set
-
-
 def _mount(source, target, fstype, flags, data=None) -> None:
     libc = _libc()
     libc.mount.argtypes = [ctypes.c_char_p] * 3 + [ctypes.c_ulong, ctypes.c_char_p]
@@ -144,20 +109,85 @@ def _mount(source, target, fstype, flags, data=None) -> None:
     _check(libc.mount(enc[0], enc[1], enc[2], flags, enc[3]), f"mount {target}")
 
 
-def _hide_credentials() -> None:
+def _pivot(new: str, old: str) -> None:
+    libc = _libc()
+    _check(libc.syscall(SYS_PIVOT_ROOT, os.fsencode(new), os.fsencode(old)), "pivot_root")
+
+
+def _read_only(target: str) -> None:
+    """Remount `target` and every mount below it read-only, keeping the flags the kernel
+    locked (nosuid, nodev... of the host's mounts)."""
+    below = [target]
     try:
-        home = Path(pwd.getpwuid(os.getuid()).pw_dir)
-    except KeyError:
-        return
-    for name in HIDDEN:
-        path = home / name
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                point = line.split()[4].replace("\\040", " ")
+                if point.startswith(target.rstrip("/") + "/"):
+                    below.append(point)
+    except OSError:
+        pass
+    for point in below:
         try:
-            if path.is_dir():
-                _mount("tmpfs", str(path), "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "size=4k")
-            elif path.exists():
-                _mount("/dev/null", str(path), None, MS_BIND)
+            kept = os.statvfs(point).f_flag & _KEEP_FLAGS
+            _mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | kept)
         except OSError:
-            pass  # a path on a file system that refuses: the /proc boundary still holds
+            if point == target:
+                raise
+
+
+def _make_point(path: str, like: str) -> None:
+    if os.path.isdir(like):
+        os.makedirs(path, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if not os.path.exists(path):
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o644))
+
+
+def _bind(src: str, dest: str, read_only: bool) -> None:
+    _make_point(dest, src)
+    _mount(src, dest, None, MS_BIND | MS_REC)
+    if read_only:
+        _read_only(dest)
+
+
+def _build_root(plan: dict) -> None:
+    """In I: the plan's file system as this process's root (see the module's docstring)."""
+    size = plan["bounds"]["scratch_bytes"]
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
+    os.mkdir("/tmp/newroot")
+    os.mkdir("/tmp/oldroot")
+    _pivot("/tmp", "/tmp/oldroot")  # the host's tree is /oldroot from here on
+    os.chdir("/")
+    new = "/newroot"
+    _mount("tmpfs", new, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,mode=755")
+    os.makedirs(new + "/tmp")  # first: the plan's paths under /tmp are bound over it
+    _mount("tmpfs", new + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777")
+    for kind, src, dest in plan["mounts"]:
+        if kind == "symlink":
+            os.symlink(src, new + dest)
+        else:
+            _bind("/oldroot" + src, new + dest, read_only=kind == "ro")
+    os.makedirs(new + "/proc", exist_ok=True)
+    _mount("proc", new + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    dev = new + "/dev"
+    os.makedirs(dev, exist_ok=True)
+    _mount("tmpfs", dev, "tmpfs", MS_NOSUID, "size=64k,mode=755")
+    for node in plan["devices"]:
+        _bind("/oldroot" + node, new + node, read_only=False)
+    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0")):
+        os.symlink(target, f"{dev}/{name}")
+    os.symlink("/proc/self/fd/1", f"{dev}/stdout")
+    os.symlink("/proc/self/fd/2", f"{dev}/stderr")
+    os.makedirs(dev + "/shm")
+    _mount("tmpfs", dev + "/shm", "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777")
+    _mount(None, dev, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID)
+    _mount(None, new, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    os.chdir(new)
+    _pivot(".", ".")  # the empty root over the one that held the host's tree
+    _check(_libc().umount2(b".", MNT_DETACH), "umount the host's tree")
+    os.chdir("/")
 
 
 class _CapHeader(ctypes.Structure):
@@ -170,102 +200,210 @@ class _CapData(ctypes.Structure):
 
 def _drop_capabilities() -> None:
     libc = _libc()
-    for cap in range(64):
-        libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)
     header = _CapHeader(_CAP_VERSION_3, 0)
     _check(libc.capset(ctypes.byref(header), (_CapData * 2)()), "capset")
-    libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    _check(libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
 
 
-def _wait(pid: int) -> int:
-    """Wait for `pid` (its exit code, negative for a signal); SIGTERM and the like kill it."""
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, lambda _s, _f: os.kill(pid, signal.SIGKILL))
-    while True:
+def _die_with_parent(parent: int | None) -> None:
+    """SIGKILL when the parent goes (`parent`: its pid, to close the race; None for PID 1,
+    whose parent is outside its namespace and reads as 0)."""
+    _libc().prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if parent is not None and os.getppid() != parent:
+        os._exit(EXIT_BROKEN)
+
+
+def _map_self(uid: int, gid: int) -> None:
+    """As a user: map this process's own ids (all an unprivileged user namespace allows). A
+    non-dumpable process's /proc/self files belong to root, hence dumpable for these writes."""
+    libc = _libc()
+    dumpable = libc.prctl(_PR_GET_DUMPABLE, 0, 0, 0, 0)
+    libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
+    try:
         try:
-            return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-        except ChildProcessError:
-            return 1
-        except InterruptedError:
-            continue
+            _write("/proc/self/setgroups", "deny")
+        except FileNotFoundError:
+            pass
+        _write("/proc/self/gid_map", f"{gid} {gid} 1")
+        _write("/proc/self/uid_map", f"{uid} {uid} 1")
+    finally:
+        libc.prctl(_PR_SET_DUMPABLE, 1 if dumpable == 1 else 0, 0, 0, 0)
 
 
-def _end_as(code: int) -> None:
-    if code < 0:
-        if -code not in (signal.SIGKILL, signal.SIGSTOP):
-            signal.signal(-code, signal.SIG_DFL)
-        os.kill(os.getpid(), -code)
-    os._exit(code if code >= 0 else 128 - code)
+def _grant(path: str, uid: int) -> None:
+    """An access ACL giving `uid` rwx on `path`, its owner unchanged (git refuses a work tree
+    whose top another user owns). Written as the kernel's xattr; OSError where unsupported."""
+    mode = os.stat(path).st_mode
+    entries = [(1, (mode >> 6) & 7, -1), (2, 7, uid), (4, (mode >> 3) & 7, -1), (0x10, 7, -1)]
+    entries.append((0x20, mode & 7, -1))
+    data = struct.pack("<I", 2) + b"".join(
+        struct.pack("<HHI", tag, perm, ident & 0xFFFFFFFF) for tag, perm, ident in entries
+    )
+    os.setxattr(path, "system.posix_acl_access", data)
 
 
-def _outer(pid: int, report: int) -> None:
-    """Outside the namespaces: wait for its init and end exactly as the code inside ended (a
-    signal too, which init itself could not re-raise: it tells us over `report`)."""
-    os.closerange(3, report)
-    os.closerange(report + 1, 65536)
-    code = _wait(pid)
-    told = os.read(report, 32).decode().strip()
-    _end_as(int(told) if told.lstrip("-").isdigit() else code)
+def _prepare_host(plan: dict) -> None:
+    """As root, before entering: the box's uid may write its writable paths (made by the
+    trusted side for this box: they become its; a git work tree's top keeps its owner and
+    grants it by an ACL) and read its read-only ones. Read-only paths inside writable ones (a
+    workspace's .git) are left alone."""
+    uid, gid = plan["uid"], plan["gid"]
+    frozen = {src for kind, src, _ in plan["mounts"] if kind == "ro"}
+    for kind, src, _ in plan["mounts"]:
+        if kind == "rw" and os.path.isdir(src):
+            try:  # a git work tree keeps its owner (git trusts no other); the rest is the box's
+                if not os.path.isdir(os.path.join(src, ".git")):
+                    raise OSError("not a work tree")
+                _grant(src, uid)
+            except OSError:
+                os.lchown(src, uid, gid)
+            for root, dirs, files in os.walk(src):
+                dirs[:] = [d for d in dirs if os.path.join(root, d) not in frozen]
+                for name in (os.path.join(root, n) for n in dirs + files):
+                    if name not in frozen and os.lstat(name).st_uid != uid:
+                        try:
+                            os.lchown(name, uid, gid)
+                        except OSError:
+                            pass
+        elif kind == "rw":
+            os.lchown(src, uid, gid)
+        elif kind == "ro" and os.path.isdir(src) and not os.stat(src).st_mode & 0o005:
+            os.chmod(src, os.stat(src).st_mode | 0o005)  # a mkdtemp directory (0700)
 
 
-def _init(pid: int, report: int) -> None:
-    """PID 1 of the namespace: wait for the code, say how it ended; the kernel then kills
-    whatever the code left behind in the namespace."""
-    os.closerange(3, report)
-    os.closerange(report + 1, 65536)
-    code = _wait(pid)
-    os.write(report, str(code).encode())
-    os._exit(0)
+def _relay_module():
+    try:
+        from scripts import box_relay
+    except ImportError:  # run as a script (`wrap`): its directory is not on sys.path
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import box_relay  # type: ignore[no-redef]
+    return box_relay
 
 
-def enter() -> str | None:
-    """Move this (freshly forked, single-threaded) process into new namespaces.
+def relay_status(pid: int) -> int:
+    return _relay_module().status(pid)
 
-    Returns None once isolated (in a process two forks down; the two above only relay, and
-    never return), or why it could not be (nothing changed then). A process the namespaces
-    were made for but that could not be mapped into them exits with status 70 and one line."""
+
+def close_except(*keep: int) -> None:
+    _relay_module().close_except(*keep)
+
+
+def enter(plan: dict | None = None) -> str | None:
+    """Move this freshly forked, single-threaded process into the box `plan` (box.plan()).
+
+    Returns None in the boxed process (two forks down; those above relay and never return), or
+    why the box could not be made (then nothing changed). BAKEOFF_ISOLATION=none: returns that,
+    and the caller runs the code unboxed with a loud line."""
     global _inside
     if inside():
         return None
     if not wanted():
         return "BAKEOFF_ISOLATION=none"
+    if plan is None:  # nothing of the host writable
+        from scripts import box
+
+        plan = box.plan(cwd=os.getcwd())
+    root = os.geteuid() == 0
+    if root:
+        _prepare_host(plan)
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    up_r, up_w = os.pipe()  # C -> P: namespaces made, or why not
+    go_r, go_w = os.pipe()  # P -> C: ids mapped
+    rep_r, rep_w = os.pipe()  # I -> P: how the code ended, or what failed
+    relay = _relay_module()  # imported before the fork: the relay must not fail importing
     leader = os.getsid(0) == os.getpid()
-    try:
-        _unshare()
-    except HalfMade as exc:  # never run untrusted code, or anything, like this
-        print(f"isolation failed after unshare: {exc}", file=sys.stderr, flush=True)
-        os._exit(70)
-    except OSError as exc:
-        return str(exc)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    read, write = os.pipe()
+    me = os.getpid()
     pid = os.fork()
     if pid:
-        os.close(write)
-        _outer(pid, read)
-    os.close(read)
+        for fd in (up_w, go_r, rep_w):
+            os.close(fd)
+        why = os.read(up_r, 500).decode(errors="replace")
+        if why != "ok":
+            relay_status(pid)
+            for fd in (up_r, go_w, rep_r):
+                os.close(fd)
+            return why or "the namespaces' process ended before making them"
+        if root:
+            try:
+                # 0 too, for I to make the box's root as root (files it creates need an owner
+                # the namespace maps); the code never runs as 0 and holds no capability.
+                _write(f"/proc/{pid}/uid_map", f"0 0 1\n{plan['uid']} {plan['uid']} 1\n")
+                gids = sorted({0, plan["gid"], *plan.get("groups", [])})
+                _write(f"/proc/{pid}/gid_map", "".join(f"{g} {g} 1\n" for g in gids))
+            except OSError as exc:
+                os.kill(pid, signal.SIGKILL)
+                relay_status(pid)
+                return f"mapping uid {plan['uid']}: {exc}"
+        os.write(go_w, b"go")
+        relay.relay(pid, rep_r, plan)
+    _die_with_parent(me)
+    for fd in (up_r, go_w, rep_r):
+        os.close(fd)
     try:
-        _libc().prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        _mount(None, "/", None, MS_REC | MS_PRIVATE)
-        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-        _hide_credentials()
-        _drop_capabilities()
+        _check(
+            _libc().unshare(
+                CLONE_NEWUSER
+                | CLONE_NEWNS
+                | CLONE_NEWPID
+                | CLONE_NEWNET
+                | CLONE_NEWIPC
+                | CLONE_NEWUTS
+            ),
+            "unshare",
+        )
+        if not root:
+            _map_self(plan["uid"], plan["gid"])
+    except OSError as exc:
+        os.write(up_w, str(exc).encode()[:500])
+        os._exit(0)
+    os.write(up_w, b"ok")
+    if os.read(go_r, 2) != b"go":
+        os._exit(EXIT_BROKEN)
+    os.close(up_w)
+    os.close(go_r)
+    pid = os.fork()
+    if pid:  # C: nothing to do but end with I (P reads how the code ended from I's pipe)
+        os.close(rep_w)
+        os._exit(0 if relay_status(pid) == 0 else EXIT_BROKEN)
+    try:
+        _die_with_parent(None)
+        cwd = plan.get("cwd") or os.getcwd()
+        _build_root(plan)
+        for cap in range(64):  # while this process still may (CAP_SETPCAP)
+            _libc().prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)
+        if root:  # only the GPU nodes' groups; a user's namespace denies setgroups (keeps its own)
+            os.setgroups(plan.get("groups", []))
+        os.setresgid(plan["gid"], plan["gid"], plan["gid"])
+        os.setresuid(plan["uid"], plan["uid"], plan["uid"])
+        _die_with_parent(None)  # a change of uid clears it
+        os.chdir(cwd if os.path.isdir(cwd) else "/")
     except OSError as exc:  # half-made: never run untrusted code like this
-        print(f"isolation failed after unshare: {exc}", file=sys.stderr, flush=True)
-        os._exit(70)
+        os.write(rep_w, f"!{exc}".encode()[:500])
+        os._exit(EXIT_BROKEN)
     pid = os.fork()  # the code must not be PID 1, which ignores the signals it sends itself
     if pid:
-        _init(pid, write)
-    os.close(write)
-    if leader:  # as its caller made it; its group is killed with the namespace anyway
+        close_except(rep_w)
+        code = relay_status(pid)
+        os.write(rep_w, str(code).encode())
+        os._exit(0)
+    os.close(rep_w)
+    try:
+        _drop_capabilities()
+        procs = plan["bounds"]["procs"]
+        resource.setrlimit(resource.RLIMIT_NPROC, (procs, procs))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    except (OSError, ValueError) as exc:
+        print(f"the sandbox failed after its namespaces were made: {exc}", file=sys.stderr)
+        os._exit(EXIT_BROKEN)
+    if leader:  # as its caller made it
         os.setsid()
-    _inside = True
+    _inside = True  # forks inherit it; a process exec'd by `main` gets MARK
     return None
 
 
-def probe() -> str | None:
-    """Whether `enter` works here (None) or why not; tried once per process in a fork."""
+def probe(plan: dict | None = None) -> str | None:
+    """Whether the box can be made here (None) or why not; tried once per process in a fork."""
     global _probed
     if _probed is not False:
         return _probed
@@ -276,9 +414,9 @@ def probe() -> str | None:
     pid = os.fork()
     if pid == 0:
         os.close(read)
-        why = enter()
-        if why is None:  # inside: only the namespace's init and this process are visible
-            why = "" if len(_pids()) <= 2 else "procfs not private"
+        why = enter(plan or _probe_plan())
+        if why is None:
+            why = "" if len([p for p in os.listdir("/proc") if p.isdigit()]) <= 2 else "procfs"
         os.write(write, why.encode()[:500])
         os._exit(0)
     os.close(write)
@@ -286,33 +424,54 @@ def probe() -> str | None:
         answer = f.read().decode(errors="replace")
     code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
     if not answer and code != 0:
-        answer = f"isolation failed after unshare (exit status {code})"
+        answer = f"the sandbox failed after its namespaces were made (exit status {code})"
     _probed = answer or None
     return _probed
 
 
-def _pids() -> list[int]:
-    return [int(p) for p in os.listdir("/proc") if p.isdigit()]
+def _probe_plan() -> dict:
+    from scripts import box
+
+    return box.plan(cwd="/")
+
+
+def refusal() -> str | None:
+    """One line for operators where untrusted code must not run (the box cannot be made and
+    BAKEOFF_ISOLATION=none was not set), else None."""
+    why = probe()
+    if why and why != "BAKEOFF_ISOLATION=none":
+        return REFUSED.format(why=why)
+    return None
 
 
 def warning() -> str | None:
-    """The loud line for operators where candidates are not isolated, else None."""
-    why = probe()
-    return WARNING.format(why=why) if why else None
+    """The loud line where boxes are off on purpose, else None."""
+    return WARNING if not wanted() else None
 
 
-def wrap(argv: list[str], env) -> list[str]:
-    """The command line that runs `argv` under environment `env` isolated (this file run as a
-    script by an interpreter that imports nothing else: a few tens of milliseconds)."""
+def wrap(argv: list[str], env, plan: dict | None = None) -> list[str]:
+    """The command line that runs `argv` (environment `env`) in the box `plan`: this file run
+    by an interpreter that imports nothing else."""
     if inside() or not wanted(env):
         return argv
-    return [sys.executable, "-I", "-S", str(Path(__file__).resolve()), *argv]
+    if plan is None:  # nothing of the host writable
+        from scripts import box
+
+        plan = box.plan(cwd=os.getcwd())
+    here = os.path.abspath(__file__)
+    return [sys.executable, "-I", "-S", here, json.dumps(plan), "--", *argv]
 
 
 def main(argv: list[str]) -> int:
-    why = enter()
-    if why:
-        print(WARNING.format(why=why), file=sys.stderr, flush=True)
+    plan, argv = json.loads(argv[0]), argv[2:]
+    why = enter(plan)
+    if why == "BAKEOFF_ISOLATION=none":
+        print(WARNING, file=sys.stderr, flush=True)
+    elif why:
+        print(REFUSED.format(why=why), file=sys.stderr, flush=True)
+        return 2
+    else:
+        os.environ[MARK] = "1"
     os.execvp(argv[0], argv)
     return 127  # pragma: no cover
 

@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scripts import isolation
+from scripts import box, isolation
 
 # Any variable whose name contains one of these is a credential; so is the orchestrator's config.
 SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
@@ -51,8 +51,9 @@ def is_secret(name: str) -> bool:
 
 
 def scrub_env(env: Mapping[str, str]) -> dict[str, str]:
-    """A copy of `env` without credentials or the orchestrator's API settings."""
-    return {k: v for k, v in env.items() if not is_secret(k)}
+    """The part of `env` untrusted code may see: the box's allow-list (scripts/box.py), never a
+    credential, a database URL or a Prefect setting."""
+    return box.allowed_env({k: v for k, v in env.items() if not is_secret(k)})
 
 
 def secret_values(env: Mapping[str, str]) -> list[str]:
@@ -214,11 +215,14 @@ def write_new(path: Path, text: str) -> None:
 
 
 def spawn(
-    argv: list[str], *, env: dict[str, str], cwd: Path, log_path: Path, pass_fds=()
+    argv: list[str], *, env: dict[str, str], cwd: Path, log_path: Path, pass_fds=(), plan=None
 ) -> subprocess.Popen:
+    """Start `argv` in the box `plan` (box.plan(); None: only `cwd` writable)."""
+    if plan is None and not isolation.inside():
+        plan = box.plan(write=[cwd], cwd=str(cwd))
     with new_file(log_path) as log:
         return subprocess.Popen(
-            isolation.wrap(argv, env),  # own user, PID and mount namespaces (scripts/isolation.py)
+            isolation.wrap(argv, env, plan),  # in its box (scripts/box.py, scripts/isolation.py)
             env=env,
             cwd=cwd,
             stdin=subprocess.DEVNULL,
@@ -312,6 +316,7 @@ class Child:
         with_markers: bool = False,
         sweep: bool = False,
         fork: bool = False,
+        box: dict | None = None,
     ):
         self.timeout_s = timeout_s
         self.sweep = sweep
@@ -320,12 +325,13 @@ class Child:
         self._start = time.monotonic()
         if fork:  # argv is [python, "-m", module, *args]: run module.main(args) in a fork
             module, args = argv[2], [*argv[3:], *map(str, fds)]
-            pid = fork_module(module, args, env=env, cwd=cwd, log_path=log_path, keep_fds=fds)
+            pid = fork_module(
+                module, args, env=env, cwd=cwd, log_path=log_path, keep_fds=fds, box=box
+            )
             self.proc = Forked(pid)
         else:
-            self.proc = spawn(
-                [*argv, *map(str, fds)], env=env, cwd=cwd, log_path=log_path, pass_fds=fds
-            )
+            argv = [*argv, *map(str, fds)]
+            self.proc = spawn(argv, env=env, cwd=cwd, log_path=log_path, pass_fds=fds, plan=box)
         if self._markers:
             self._markers.start()
 
@@ -357,13 +363,25 @@ def run(argv: list[str], **kwargs) -> Finished:
 
 
 def fork_module(
-    module: str, argv: list[str], *, env: dict[str, str], cwd: Path, log_path: Path, keep_fds=()
+    module: str,
+    argv: list[str],
+    *,
+    env: dict[str, str],
+    cwd: Path,
+    log_path: Path,
+    keep_fds=(),
+    box: dict | None = None,
 ) -> int:
     """Fork a process that runs `module.main(argv)` as `spawn` would run `python -m module`: its
     own session, `cwd`, exactly `env`, output to `log_path`, no other inherited descriptors.
 
     It skips the interpreter's start and the imports this process already made (torch takes
-    seconds). Only for a single-threaded caller that has not initialised a GPU."""
+    seconds). Only for a single-threaded caller that has not initialised a GPU. `box`: the
+    plan of its box (scripts/box.py); None: only `cwd` writable."""
+    if box is None and not isolation.inside():
+        from scripts import box as policy
+
+        box = policy.plan(write=[cwd], cwd=str(cwd))
     with new_file(log_path) as log:
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
@@ -377,8 +395,12 @@ def fork_module(
             _redirect(log.fileno(), keep_fds)
             os.environ.clear()
             os.environ.update(env)
-            if why := isolation.enter():  # own namespaces from here on (scripts/isolation.py)
-                print(isolation.WARNING.format(why=why), flush=True)
+            why = isolation.enter(box)  # in its box from here on (scripts/isolation.py)
+            if why == "BAKEOFF_ISOLATION=none":
+                print(isolation.WARNING, flush=True)
+            elif why:  # untrusted code never runs unboxed unless that was asked for
+                print(isolation.REFUSED.format(why=why), flush=True)
+                os._exit(2)
             tempfile.tempdir = None  # chosen afresh from TMPDIR
             sys.argv = [module, *argv]
             target = importlib.import_module(module)

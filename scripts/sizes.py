@@ -178,7 +178,7 @@ def _probe_here(
 
 def _probe_isolated(spec: OpSpec, src_dir: Path, device: str) -> dict[str, str | None]:
     """Probe in fresh processes: one runs until a size fails, the next takes the rest."""
-    from scripts import sandbox
+    from scripts import box, sandbox
 
     answers: dict[str, str | None] = {}
     names = [w.name for w in spec.workloads if not w.timed]
@@ -203,6 +203,7 @@ def _probe_isolated(spec: OpSpec, src_dir: Path, device: str) -> dict[str, str |
                 cwd=work,
                 log_path=work / "probe.log",
                 timeout_s=PROBE_TIMEOUT_S,
+                box=box.plan(read=[src_dir], write=[work], cwd=str(work)),
             )
             before = len(answers)
             answers.update(_read_answers(out, names))

@@ -37,17 +37,19 @@ def _env() -> dict[str, str]:
     return env
 
 
-def call(step: str, where: str, timeout_s: float = TIMEOUT_S, **kwargs):
+def call(step: str, where: str, timeout_s: float = TIMEOUT_S, read=(), write=(), **kwargs):
     """Run `STEPS[step](**kwargs)` in the sandbox and return its JSON answer; BadInput as raised
-    there, or naming `where` when the step crashed or ran out of time."""
-    from scripts import forkserver
+    there, or naming `where` when the step crashed or ran out of time. The box (scripts/box.py)
+    reads the paths in `read` and writes its own work directory and those in `write`."""
+    from scripts import box, forkserver
 
     workdir = Path(tempfile.mkdtemp(prefix="bakeoff-untrusted-"))
     try:
         request, answer, log = workdir / "request.json", workdir / "answer.json", workdir / "log"
         sandbox.write_new(request, json.dumps({"step": step, "kwargs": kwargs}))
         argv = [str(request), str(answer)]
-        how = dict(env=_env(), cwd=workdir, log_path=log, timeout_s=timeout_s)
+        plan = box.plan(read=read, write=[workdir, *write], cwd=str(workdir))
+        how = dict(env=_env(), cwd=workdir, log_path=log, timeout_s=timeout_s, box=plan)
         server = forkserver.server_for(how["env"])
         finished = server.run("scripts.untrusted", argv, **how) if server else None
         if finished is None:
@@ -56,7 +58,8 @@ def call(step: str, where: str, timeout_s: float = TIMEOUT_S, **kwargs):
             raise BadInput(where, f"reading it did not finish within {timeout_s:g} s")
         if finished.returncode != 0 or not answer.is_file():
             tail = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
-            raise BadInput(where, f"reading it {finished.how}: {' '.join(tail)[:300]}")
+            how = box.reason(finished.returncode or 0) or finished.how  # a bound of its box
+            raise BadInput(where, f"reading it {how}: {' '.join(tail)[:300]}")
         data = json.loads(answer.read_text())
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -88,7 +91,13 @@ def load_spec(path: Path, **options):
         found = {"src": ""}
         try:
             found = call(  # absolute: the sandbox runs in a directory of its own
-                "load_spec", str(path), path=str(path.resolve()), options=given, keep=str(keep)
+                "load_spec",
+                str(path),
+                read=[path.resolve()],
+                write=[keep],
+                path=str(path.resolve()),
+                options=given,
+                keep=str(keep),
             )
         finally:
             if Path(found["src"]) != keep:  # nothing staged there: not left empty in /tmp
@@ -130,7 +139,11 @@ def other_sizes(spec, src_dir: Path):
     from scripts.spec import OpSpec
 
     data = call(
-        "other_sizes", str(src_dir), spec=spec.model_dump(mode="json"), src_dir=str(src_dir)
+        "other_sizes",
+        str(src_dir),
+        read=[src_dir],
+        spec=spec.model_dump(mode="json"),
+        src_dir=str(src_dir),
     )
     return OpSpec.model_validate(data)
 

@@ -163,10 +163,18 @@ class Service:
         for proc in live:
             proc.wait(60)
 
+    def login(self) -> None:
+        """The API's login that `database` generated (db.env), for every client of the test."""
+        db_env = Path(self.env["BAKEOFF_SERVICE_DIR"]) / "db.env"
+        for line in db_env.read_text().splitlines():
+            if line.startswith("BAKEOFF_API_AUTH_STRING="):
+                self.env["PREFECT_API_AUTH_STRING"] = line.partition("=")[2]
+
     def client(self):
         from prefect.client.orchestration import SyncPrefectClient
 
-        return SyncPrefectClient(api=f"{self.url}/api")
+        auth = self.env.get("PREFECT_API_AUTH_STRING")
+        return SyncPrefectClient(api=f"{self.url}/api", auth_string=auth)
 
     def stop(self):
         for proc in reversed(self.procs):

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from scripts.check import check
-from scripts.errors import BadInput
 from scripts.freeze import freeze, measure_baseline
 from scripts.verdict import Status
 
@@ -144,18 +143,25 @@ def test_honest_candidate_passes(path, task):
     assert all(w.max_rel_error <= w.tolerance for w in verdict.workloads)
 
 
-def test_oracle_rewritten_consistently_is_refused_from_then_on(task):
+def test_the_oracle_cannot_be_rewritten_from_the_box(task):
+    """The frozen task is read-only in the check's box (scripts/box.py): the rewrite fails at
+    import, the task is as frozen, and later checks run against it unchanged."""
+    from scripts import manifest
+
+    before = manifest.verify(task)
     first = check(task, CORPUS / "adversarial" / "edit_oracle.py", **SMALL)
-    assert first.status is Status.FLAGGED and "frozen oracle" in first.reason
-    with pytest.raises(BadInput, match="manifest changed"):
-        check(task, CORPUS / "honest" / "rounding.py", **SMALL)
+    assert first.status is not Status.PASSED and first.status.value in expected(
+        CORPUS / "adversarial" / "edit_oracle.py"
+    ), first.reason
+    assert "Read-only file system" in first.output_tail or "ermission" in first.output_tail
+    assert manifest.verify(task) == before
+    assert check(task, CORPUS / "honest" / "rounding.py", **SMALL).status is Status.PASSED
 
 
 HARNESS_DRIVER = """
 import sys
 from pathlib import Path
 from scripts.check import check
-from scripts.errors import BadInput
 verdict = check(Path(sys.argv[1]), Path(sys.argv[2]), samples=5, warmup=2, trials=2)
 print(verdict.model_dump_json())
 try:
@@ -166,7 +172,7 @@ except BadInput as exc:
 """
 
 
-def test_editing_the_harness_is_flagged_and_stops_later_checks(task, tmp_path):
+def test_the_harness_cannot_be_edited_from_the_box(task, tmp_path):
     harness = tmp_path / "harness"
     shutil.copytree(
         ROOT / "scripts", harness / "scripts", ignore=shutil.ignore_patterns("__pycache__")
@@ -190,8 +196,14 @@ def test_editing_the_harness_is_flagged_and_stops_later_checks(task, tmp_path):
     assert done.returncode == 0, done.stderr
     first, second = done.stdout.strip().splitlines()[-2:]
     verdict = json.loads(first)
-    assert verdict["status"] == "FLAGGED" and "harness" in verdict["reason"]
-    assert second.startswith("second check refused") and "harness" in second
+    # The harness is read-only in the box: the edit fails at import, nothing changed, so the
+    # next check runs (were it changed, it would be FLAGGED and the next check refused).
+    assert verdict["status"] == "COMPILE_ERROR", verdict["reason"]
+    assert "Read-only file system" in verdict["output_tail"] + (verdict["reason"] or "")
+    assert second == "second check ran"
+    for name in ("verdict.py",):
+        copy = (harness / "scripts" / name).read_text()
+        assert copy == (ROOT / "scripts" / name).read_text()
     assert "every candidate passes" not in (ROOT / "scripts" / "verdict.py").read_text()
 
 

@@ -8,9 +8,7 @@ off the same scan does find it, so the test can fail. The orchestrator runs as r
 a user namespace that maps it to `nobody` without capabilities, as an ordinary user would.
 """
 
-import json
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -23,6 +21,7 @@ import pytest
 from scripts import isolation, sandbox
 
 from .conftest import ROOT
+from .ordinary_user import ordinary_user_prefix
 
 SCAN = """
 import json as _json, os as _os, uuid as _uuid
@@ -42,9 +41,11 @@ def _scan(who):
         readable += 1
         if b"ANTHROPIC_API_KEY=" in data or SECRET in data:
             leaks.append(int(name))
-    found = {"who": who, "pid": _os.getpid(), "seen": seen, "readable": readable, "leaks": leaks}
-    with open(_os.path.join(OUT, f"{who}-{_uuid.uuid4().hex}.json"), "w") as f:
-        _json.dump(found, f)
+    found = {"who": who, "pid": _os.getpid(), "seen": len(seen), "leaks": leaks}
+    print("SCAN", _json.dumps(found), flush=True)
+    # The box writes nothing outside it, so a finding is said by failing: the check does not pass.
+    if leaks or len(seen) > 8:
+        raise RuntimeError(f"LEAK {found}")
 """
 
 PROBLEM = """
@@ -86,26 +87,26 @@ from scripts.check import check
 from scripts.freeze import freeze
 task = freeze(Path(sys.argv[1]), Path(sys.argv[2]))
 verdict = check(task, Path(sys.argv[3]), timeout_s=120, samples=3)
-print("STATUS", verdict.status.value)
+print("STATUS", verdict.status.value, verdict.reason)
+print(verdict.output_tail)
 """
 
 
 NOBODY = 65534
 
 
-def _bake(tmp_path: Path, secret: str) -> tuple[Path, Path, Path]:
-    out = tmp_path / "scans"
-    out.mkdir()
-    scan = SCAN.replace("SECRET", repr(secret.encode())).replace("OUT", repr(str(out)))
+def _bake(tmp_path: Path, secret: str) -> tuple[Path, Path]:
+    scan = SCAN.replace("SECRET", repr(secret.encode()))
     problem, candidate = tmp_path / "relu.py", tmp_path / "relu_new.py"
     problem.write_text(PROBLEM.format(scan=textwrap.indent(scan, "")))
     candidate.write_text(CANDIDATE.format(scan=scan))
-    return problem, candidate, out
+    return problem, candidate
 
 
-def _scans(tmp_path: Path, *, prefix: list[str], isolation_mode: str) -> list[dict]:
+def _scans(tmp_path: Path, *, prefix: list[str], isolation_mode: str) -> str:
+    """The orchestrator's output; it passed only if no scan found the key or the host's pids."""
     secret = f"sk-ant-test-{uuid.uuid4().hex}"
-    problem, candidate, out = _bake(tmp_path, secret)
+    problem, candidate = _bake(tmp_path, secret)
     env = {
         **os.environ,
         "PYTHONPATH": str(ROOT),
@@ -127,16 +128,14 @@ def _scans(tmp_path: Path, *, prefix: list[str], isolation_mode: str) -> list[di
     finally:
         worker.kill()
         worker.wait()
-    assert done.returncode == 0 and "STATUS PASSED" in done.stdout, done.stdout + done.stderr
-    scans = [json.loads(p.read_text()) for p in sorted(out.glob("*.json"))]
-    assert {s["who"] for s in scans} == {"baseline", "candidate"}, scans
-    return scans
+    return done.stdout + done.stderr
 
 
-def _isolated(scans: list[dict]) -> None:
-    assert not [s for s in scans if s["leaks"]], scans
-    # Only the judge's tree is visible: a handful of processes, never the host's.
-    assert all(len(s["seen"]) <= 8 for s in scans), scans
+def _isolated(output: str) -> None:
+    # No scan raised (the key unseen, only the box's handful of processes visible) ...
+    assert "STATUS PASSED" in output and "LEAK" not in output, output
+    # ... and the candidate's scan did run.
+    assert 'SCAN {"who": "candidate"' in output, output
 
 
 needs_namespaces = pytest.mark.skipif(
@@ -147,22 +146,18 @@ needs_namespaces = pytest.mark.skipif(
 @pytest.mark.slow
 @needs_namespaces
 def test_candidate_and_baseline_cannot_read_the_orchestrators_key(tmp_path):
-    _isolated(_scans(tmp_path, prefix=[], isolation_mode="namespace"))
+    _isolated(_scans(tmp_path, prefix=[], isolation_mode="box"))
 
 
 @pytest.mark.slow
 @needs_namespaces
 def test_as_an_ordinary_user_too(tmp_path):
-    """The orchestrator as a user without privileges (`nobody`, no capabilities): the namespaces
-    are then made unprivileged."""
-    if os.geteuid() == 0:
-        unshare = shutil.which("unshare")
-        if unshare is None:
-            pytest.skip("util-linux unshare is needed to drop root for this test")
-        prefix = [unshare, "--user", "--map-user=65534", "--map-group=65534"]
-    else:
-        prefix = []
-    _isolated(_scans(tmp_path, prefix=prefix, isolation_mode="namespace"))
+    """The orchestrator as an ordinary user of the host. As root, that user is `nobody` (uid
+    65534 on the host, no capabilities), reached through a box itself: the interpreter lives
+    under /root (mode 700), which nobody could not reach otherwise; the orchestrator's boxes
+    are then made unprivileged, nested in it."""
+    prefix = ordinary_user_prefix(tmp_path)
+    _isolated(_scans(tmp_path, prefix=prefix, isolation_mode="box"))
 
 
 @needs_namespaces
@@ -206,18 +201,16 @@ def test_a_non_dumpable_process_of_an_ordinary_user_is_isolated():
 @pytest.mark.slow
 def test_without_isolation_the_same_scan_finds_the_key(tmp_path):
     """The control: the scan works, so the two tests above could fail."""
-    scans = _scans(tmp_path, prefix=[], isolation_mode="none")
-    assert [s for s in scans if s["leaks"]], scans
+    output = _scans(tmp_path, prefix=[], isolation_mode="none")
+    assert "LEAK" in output and "STATUS PASSED" not in output, output
 
 
 def test_the_warning_says_what_is_at_stake(monkeypatch):
     monkeypatch.setenv("BAKEOFF_ISOLATION", "none")
-    monkeypatch.setattr(isolation, "_probed", False)
     line = isolation.warning()
-    assert line and "NOT isolated" in line and "/proc/PID/environ" in line
-    monkeypatch.setattr(isolation, "_probed", False)
-    monkeypatch.setenv("BAKEOFF_ISOLATION", "namespace")
-    assert isolation.warning() is None or "NOT isolated" in isolation.warning()
+    assert line and "NOT in its box" in line and "environments" in line
+    monkeypatch.setenv("BAKEOFF_ISOLATION", "box")
+    assert isolation.warning() is None
 
 
 def test_an_input_named_by_a_relative_path_is_read_in_the_sandbox(monkeypatch):

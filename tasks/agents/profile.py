@@ -7,6 +7,7 @@ environment plus the lane's device variable, and a deadline.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -51,9 +52,16 @@ def profile(task_dir: Path, candidate: Path, workload: str, env: dict, device_en
     else:
         argv = ["rocprofv3", "--kernel-trace", "--stats", "-d", str(out_dir), "--", *run]
     full_env = {**env, **device_env, "PYTHONPATH": str(ROOT)}
+    from scripts import box, isolation
+
+    # The candidate runs under the profiler: in the box (scripts/box.py), the task and the
+    # candidate read-only, only the workspace's temporary directory writable.
+    out_dir.mkdir(parents=True, exist_ok=True)
+    plan = box.plan(read=[task_dir, candidate], write=[out_dir.parent], cwd=str(out_dir.parent))
     try:
         done = subprocess.run(
-            argv,
+            isolation.wrap(argv, os.environ, plan),
+            cwd=out_dir.parent,
             env=full_env,
             capture_output=True,
             text=True,

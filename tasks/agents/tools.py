@@ -178,8 +178,14 @@ class LaneTools:
 
     def tool_run_command(self, command: str, timeout_s: float | None = None) -> str:
         limit = min(float(timeout_s or self.command_timeout_s), self.command_timeout_s)
+        from scripts import box, isolation
+
+        # In the box (scripts/box.py): the workspace writable but its read-only top entries,
+        # nothing else of the host (the run, the frozen task, credentials, the network).
+        frozen = [self.ws.root / name for name in READ_ONLY_TOP]
+        plan = box.plan(write=[self.ws.root], frozen=frozen, cwd=str(self.ws.root))
         proc = subprocess.Popen(
-            ["/bin/sh", "-c", command],
+            isolation.wrap(["/bin/sh", "-c", command], os.environ, plan),
             cwd=self.ws.root,
             env=self.command_env(),
             stdin=subprocess.DEVNULL,

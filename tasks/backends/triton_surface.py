@@ -90,7 +90,7 @@ def discover_isolated(src_dir: Path, entry: str) -> Surface | None:
     from scripts.untrusted import call
 
     where, src = f"{src_dir}/{entry}", str(Path(src_dir).resolve())
-    found = call("triton_surface", where, src_dir=src, entry=entry)
+    found = call("triton_surface", where, read=[src], src_dir=src, entry=entry)
     if found is None:
         return None
     kernels = [Kernel(**k) for k in found.pop("kernels")]

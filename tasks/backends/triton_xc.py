@@ -106,21 +106,26 @@ def cross_compile_in_child(
         "targets": targets,
         "options": options,
     }
+    from scripts import box
     from scripts.isolation import wrap
     from scripts.sandbox import scrub_env
 
-    # It imports the kernel's file: no credentials, own namespaces (scripts/isolation.py).
+    # It imports the kernel's file: in the box (scripts/box.py), the file read-only, a
+    # scratch directory of its own for Triton's cache.
     env = {k: v for k, v in scrub_env(os.environ).items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = str(ROOT)
-    done = subprocess.run(
-        wrap([sys.executable, "-m", "tasks.backends.triton_xc"], env),
-        input=json.dumps(request),
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=600,
-    )
+    with tempfile.TemporaryDirectory(prefix="bakeoff-xc-") as scratch:
+        env.update(HOME=scratch, TMPDIR=scratch, TRITON_CACHE_DIR=f"{scratch}/triton")
+        plan = box.plan(read=[Path(file).resolve()], write=[scratch], cwd=scratch)
+        done = subprocess.run(
+            wrap([sys.executable, "-m", "tasks.backends.triton_xc"], env, plan),
+            input=json.dumps(request),
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=scratch,
+            timeout=600,
+        )
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
     if done.returncode != 0 or not lines:
         err = (done.stderr or done.stdout)[-2000:]

@@ -1,7 +1,7 @@
 """class: editing the harness. Rewrites a source file of the harness it runs under. (Its test runs
 the check from a copy of the harness.)
 
-expect: FLAGGED
+expect: COMPILE_ERROR
 """
 
 import sys

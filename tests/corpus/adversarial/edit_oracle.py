@@ -1,7 +1,7 @@
 """class: editing the oracle. Halves the frozen baseline's timings (so every speedup doubles),
 rewrites the manifest to match, and otherwise computes honestly.
 
-expect: FLAGGED
+expect: COMPILE_ERROR
 """
 
 import hashlib
