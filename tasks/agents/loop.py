@@ -135,6 +135,7 @@ def run_lane(request) -> SearchOutcome:
             allowance=lambda a=allowance, b=before: a - (ws.checked() - b),
             command_timeout_s=settings.command_timeout_s,
             output_chars=settings.tool_output_chars,
+            input_chars=settings.tool_input_chars,
             device_env=getattr(i["evaluator"], "device_env", {}),
             origin=f"model:{settings.driver}:{settings.model}",
         )
@@ -166,11 +167,13 @@ def run_lane(request) -> SearchOutcome:
             transcript.close(f"stopped: {exc}")
             stop = str(exc)
             break
-        except RoleError as exc:
-            transcript.close(f"failed: {exc}")
-            if ws.checked() == 0:
+        except Exception as exc:  # a fault of the model, the driver or the flow's own code
+            reason = str(exc) if isinstance(exc, RoleError) else f"{type(exc).__name__}: {exc}"
+            transcript.close(f"failed: {reason}")
+            stop = f"round {rounds} failed: {reason}"
+            if ws.checked() == 0:  # nothing checked to stand on: the lane fails, with its record
+                finish(ws, ledger, lane_dir, best, stop, claims, rounds)
                 raise
-            stop = f"round {rounds} failed: {exc}"
             break
         claims.append(judge_claim(ws, answer) | {"round": rounds, "lessons": answer.lessons})
         found = ws.best()
