@@ -309,6 +309,9 @@ def verdict_text(result: CandidateResult, receipt: str) -> str:
         lines.append(f"- {w.workload}: {w.status.value}{speed}{timing}{error}")
         if w.reason:
             lines.append(f"  {w.reason}")
+    if result.candidate.language == "triton":
+        ran = ", ".join(v.triton_kernels) or "none"
+        lines.append(f"Triton kernels launched in its checked calls: {ran}")
     if v.output_tail.strip() and not v.passed:
         lines.append("output (last lines):\n" + "\n".join(v.output_tail.splitlines()[-30:]))
     lines.append(f"receipt: {receipt}")
