@@ -165,3 +165,26 @@ def test_the_harness_names_the_triton_kernels_a_candidate_launched(task, tmp_pat
     assert rows.passed and rows.triton_kernels == ["_rows"]
     assert all(w.triton_kernels == ["_rows"] for w in rows.workloads)
     assert plain.passed and plain.triton_kernels == []
+
+
+def test_a_role_cut_at_its_deadline_ends_without_a_traceback(monkeypatch):
+    """The role's loop is gone when its abandoned responder returns: nothing is raised then."""
+    import asyncio
+    import threading
+    from types import SimpleNamespace
+
+    from tasks.agents.wrapper import _in_daemon_thread
+
+    release, raised = threading.Event(), []
+    monkeypatch.setattr(threading, "excepthook", lambda args: raised.append(args.exc_value))
+
+    async def cut() -> None:
+        work = _in_daemon_thread(lambda request: release.wait(60), SimpleNamespace(role="cut"))
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(work, 0.05)
+
+    asyncio.run(cut())  # its loop is closed now
+    (thread,) = [t for t in threading.enumerate() if t.name == "role-cut"]
+    release.set()
+    thread.join(60)
+    assert not thread.is_alive() and raised == []
