@@ -220,7 +220,7 @@ class LaneTools:
         real = self.resolve(path)
         if not real.is_file():
             raise Refused(f"{path}: not a file")
-        return real.read_text(errors="replace")[offset:]
+        return real.read_text(errors="replace")[int(offset) :]
 
     def tool_write_file(self, path: str, content: str) -> str:
         real = self.resolve(path, write=True)
@@ -240,7 +240,7 @@ class LaneTools:
         return env
 
     def tool_run_command(self, command: str, timeout_s: float | None = None) -> str:
-        limit = min(timeout_s or self.command_timeout_s, self.command_timeout_s)
+        limit = min(float(timeout_s or self.command_timeout_s), self.command_timeout_s)
         proc = subprocess.Popen(
             ["/bin/sh", "-c", command],
             cwd=self.ws.root,
