@@ -188,3 +188,24 @@ def test_a_role_cut_at_its_deadline_ends_without_a_traceback(monkeypatch):
     release.set()
     thread.join(60)
     assert not thread.is_alive() and raised == []
+
+
+def test_only_claims_the_record_does_not_bear_out_are_noted(task, tmp_path):
+    from tasks.agents.loop import judge_claim, noted_claims
+    from tasks.agents.outputs import Claim, RoundAnswer
+
+    ws = workspace(task, tmp_path / "lane")
+    _, receipt = checked(ws, "c1", 1.23456)
+
+    def claim(candidate, receipt, speedup):
+        answer = RoundAnswer(summary="-", best=Claim(candidate=candidate, receipt=receipt,
+                                                     speedup=speedup))  # fmt: skip
+        return judge_claim(ws, answer) | {"round": 1}
+
+    honest = [claim("c1", receipt, 1.2346), claim("c1", receipt, 1.235), claim("c1", receipt, None)]
+    assert all(c["counted"] and "why" not in c for c in honest)  # as shown: 4 and 3 decimals
+    wrong, ghost = claim("c1", receipt, 1.3), claim("c9", "0" * 20, 3.0)
+    assert wrong["counted"] and "not the verdict's (1.235x)" in wrong["why"]
+    noted = noted_claims([*honest, wrong, ghost])
+    assert [(n.candidate, n.outcome) for n in noted] == [("c1", "corrected"), ("c9", "ignored")]
+    assert noted[0].measured == 1.23456 and noted[1].measured is None
