@@ -100,6 +100,7 @@ def discover(
             agents,
             agent_timeout_s,
             agent_retries,
+            task_dir=task_dir,
         )
     broken = [r.candidate.name for r in plan.measured if r.verdict.status.value == "HARNESS_ERROR"]
     if broken:  # kept for this run's report, but a re-run measures again

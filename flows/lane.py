@@ -124,10 +124,14 @@ def _summary(results) -> list[dict]:
     return sorted(rows, key=lambda c: -(c["speedup"] or 0.0))
 
 
-def review(candidates, subject: str, record_dir: Path, agents, timeout_s=None, retries=None):
+def review(
+    candidates, subject: str, record_dir: Path, agents, timeout_s=None, retries=None, task_dir=None
+):
+    """The reviewer's decision; `task_dir` (the frozen task) lets a model reviewer read each
+    candidate as its diff against the input."""
     return ask(
         "reviewer",
-        inputs={"candidates": candidates},
+        inputs={"candidates": candidates, "task_dir": task_dir},
         context={
             "subject": subject,
             "candidates": _summary(candidates),
@@ -207,6 +211,7 @@ def _work(config: LaneConfig, store: LaneStore, lease: Lease, result: LaneResult
         timeout_s=budget_s + config.check_timeout_s,
     )
     result.candidates = outcome.candidates
+    result.claims = outcome.claims
     say(f"{role} answered with {len(outcome.candidates)} checked candidate(s)")
     if outcome.notes:
         say(f"{role}: {outcome.notes}")
@@ -222,6 +227,7 @@ def _work(config: LaneConfig, store: LaneStore, lease: Lease, result: LaneResult
         config.agents,
         config.agent_timeout_s,
         config.agent_retries,
+        task_dir=config.task_dir,
     )
     say(f"reviewer: {result.review.decision} {result.review.candidate or ''}".rstrip())
     from tasks.agents.review import update_experience

@@ -79,6 +79,8 @@ def result_json(report: Report) -> dict:
         ],
         "winner": report.winner.model_dump(mode="json") if report.winner else None,
         "warnings": report.warnings,
+        # model claims not borne out by the record: ignored, or corrected by the verdict
+        "claims": [{"lane": k} | c.model_dump(mode="json") for k, c in report.noted_claims()],
         "judged": len(report.judged()),  # 0: no verdict, and the exit status is 1
     }
 

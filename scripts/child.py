@@ -29,7 +29,7 @@ import faulthandler  # noqa: E402
 
 import torch  # noqa: E402  (after the captures above)
 
-from scripts import compare, protocol, sandbox, stream_audit, tensorfile, timing  # noqa: E402
+from scripts import compare, launches, protocol, sandbox, stream_audit, tensorfile, timing  # noqa: E402
 from scripts.arch import detect, flush_bytes  # noqa: E402
 from scripts.fingerprint import device_kind  # noqa: E402
 from scripts.formats import module_for  # noqa: E402
@@ -185,6 +185,7 @@ class Runner:
         self.fmt = module_for(self.spec.format)
         self.src_dir = Path(request.src_dir)
         self.spent_ns = 0
+        self.launched: list[str] = []  # Triton kernels its checked calls launched
 
     def inputs(self, workload, seed: int) -> list:
         return list(self.fmt.make_inputs(self.spec, self.src_dir, workload, seed, self.device))
@@ -204,7 +205,7 @@ class Runner:
                 self.spent_ns += _NOW_NS() - t0
 
     def checked_call(self, args):
-        with poisoned_allocations():
+        with poisoned_allocations(), launches.counting(self.launched):
             result = self.fn(*args)
             self.clock.sync()
         return result
@@ -322,6 +323,7 @@ class Runner:
             self.check_after(args, before, outs, snaps, what)
             record.trials.append(saved)
             shapes = [tuple(s.shape) for s in snaps]
+        record.triton_kernels, self.launched = sorted(set(self.launched)), []
         if not wl.timed:  # a size checked for correctness only (scripts/sizes.py)
             return record
         args = self.inputs(wl, seeds.warmup_seed)

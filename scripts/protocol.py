@@ -111,6 +111,7 @@ class ChildWorkload(BaseModel):
     host_bound: int = 0  # samples whose start event fired before the call was queued
     wall_calls: int = 0
     candidate_s: float = 0.0  # time spent inside the candidate's calls
+    triton_kernels: list[str] = Field(default_factory=list)  # launched in its checked calls
 
 
 class ChildHello(BaseModel):

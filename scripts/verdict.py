@@ -73,6 +73,9 @@ class WorkloadVerdict(BaseModel):
     # Time inside the candidate's calls of this workload: its first calls (where it compiles,
     # or recompiles for a new size), trials and timed samples. Diagnostics, never judged.
     candidate_seconds: float | None = None
+    # The Triton kernels (function names) its checked calls launched: a Triton lane ranks only
+    # candidates that launched one (tasks/language_rule.py). Reported by the candidate's process.
+    triton_kernels: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _fields_match_status(self) -> WorkloadVerdict:
@@ -114,6 +117,11 @@ class Verdict(BaseModel):
     @property
     def passed(self) -> bool:
         return self.status is Status.PASSED
+
+    @property
+    def triton_kernels(self) -> list[str]:
+        """Every Triton kernel its checked calls launched, over all workloads."""
+        return sorted({k for w in self.workloads for k in w.triton_kernels})
 
     @computed_field
     @property

@@ -44,6 +44,7 @@ from prefect.cache_policies import NONE
 from scripts.errors import BadInput
 from scripts.freeze import CACHES, baseline_cache_key
 from tasks.agents import Deadline, DeadlineExceeded
+from tasks.language_rule import ruled
 from tasks.models import CandidateRef, CandidateResult
 from tasks.run_store import LaneStore, code_version, write_json
 
@@ -239,6 +240,7 @@ class Evaluator:
             )
             if result.verdict.status.value != "HARNESS_ERROR":
                 write_json(kept, result)
+        result = ruled(result)  # the lane's language rule, on the record's verdict
         count = self.store.save_candidate(result)
         v = result.verdict
         if v.passed and v.speedup is not None and ref.mode != "baseline":

@@ -80,11 +80,24 @@ class Review(BaseModel):
     flagged: dict[str, list[str]] = Field(default_factory=dict)  # faster candidates passed over
 
 
+class ClaimNote(BaseModel):
+    """A model's claim the record did not bear out: ignored (no receipt matched the record) or
+    corrected (its receipt matched, its number was not the verdict's at the precision shown)."""
+
+    round: int
+    candidate: str
+    claimed: float | None = None
+    measured: float | None = None  # the record's figure, where a receipt matched
+    outcome: Literal["ignored", "corrected"]
+    why: str
+
+
 class SearchOutcome(BaseModel):
     """What a lane's optimizer or author role answers: every candidate it had checked."""
 
     candidates: list[CandidateResult] = Field(default_factory=list)
     notes: str = ""
+    claims: list[ClaimNote] = Field(default_factory=list)  # model lanes: claims not borne out
 
 
 class LaneResult(BaseModel):
@@ -103,6 +116,7 @@ class LaneResult(BaseModel):
     candidates: list[CandidateResult] = Field(default_factory=list)
     review: Review | None = None
     lane_dir: str = ""
+    claims: list[ClaimNote] = Field(default_factory=list)  # the model's claims not borne out
 
 
 class CandidateRow(BaseModel):
@@ -155,6 +169,10 @@ class Report(BaseModel):
     def judged(self) -> list[CandidateRow]:
         """The candidates the harness gave a verdict on: not the baseline, not its own faults."""
         return [r for r in self.rows if r.mode != "baseline" and r.status != "HARNESS_ERROR"]
+
+    def noted_claims(self) -> list[tuple[str, ClaimNote]]:
+        """(lane key, claim) for every model claim that was ignored or corrected."""
+        return [(lane.key, c) for lane in self.lanes for c in lane.claims]
 
     def why_nothing_was_judged(self) -> str:
         """With no judged candidate, "no winner" would claim a contest that never took place:

@@ -85,7 +85,7 @@ def test_author_lane_by_bakeoff_run_ends_with_a_model_written_winner(tmp_path):
     assert out["winner"]["name"] == "rows64" and out["winner"]["language"] == "triton"
     assert out["winner"]["mode"] == "author" and out["winner"]["speedup"] > 1
     lane = tmp_path / "run" / "lanes" / "triton"
-    history = [c.summary for c in git.Repo(lane / "work").iter_commits()]
+    history = [c.summary for c in git.Repo(lane / "work.git").iter_commits()]
     assert history[0].startswith("check 1 rows64: PASSED") and len(history) == 2
     transcripts = sorted(p.name for p in (lane / "transcripts").glob("*.jsonl"))
     assert transcripts == [

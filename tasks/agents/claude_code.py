@@ -164,8 +164,12 @@ class Bridge:
         self.transcript.event("turn", model=sent.get("model"), sent=last, answer=content)
 
     def tool(self, name: str, arguments: dict) -> tuple[str, bool]:
+        from tasks.agents.tools import INPUT_CHARS, input_size
+
         text, is_error = self.context.copy().run(self._tool, name, arguments)
-        self.transcript.event("tool", name=name, input=arguments, result=text, is_error=is_error)
+        size, limit = input_size(arguments), getattr(self.tools, "input_chars", INPUT_CHARS)
+        shown = arguments if size <= limit else {"omitted": f"{size} characters, over {limit}"}
+        self.transcript.event("tool", name=name, input=shown, result=text, is_error=is_error)
         return text, is_error
 
     def _tool(self, name: str, arguments: dict) -> tuple[str, bool]:

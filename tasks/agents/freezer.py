@@ -97,6 +97,7 @@ def write_spec(
         allowance=lambda: 0,
         command_timeout_s=settings.command_timeout_s,
         output_chars=settings.tool_output_chars,
+        input_chars=settings.tool_input_chars,
     )
     staged = work / "staged"
 

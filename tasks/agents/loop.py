@@ -23,7 +23,7 @@ from tasks.agents.settings import AgentSettings
 from tasks.agents.tools import LaneTools
 from tasks.agents.transcript import BudgetSpent, Ledger
 from tasks.agents.workspace import Workspace
-from tasks.results import SearchOutcome
+from tasks.results import ClaimNote, SearchOutcome
 from tasks.run_store import write_json
 
 SYSTEM = (
@@ -84,8 +84,21 @@ def make_workspace(request, settings: AgentSettings) -> Workspace:
     )
 
 
+SHOWN_DECIMALS = 3  # the coarsest figure the model is shown (ITERATIONS.md; `check` says 4)
+
+
+def same_figure(claimed: float, measured: float | None) -> bool:
+    """Whether a claimed speedup is the measured one as the model was shown it: equal when
+    rounded to the coarsest precision shown, so an honest copy of a rounded figure agrees."""
+    if measured is None:
+        return False
+    return abs(claimed - measured) <= 0.5 * 10**-SHOWN_DECIMALS * (1 + 1e-9)
+
+
 def judge_claim(ws: Workspace, answer: RoundAnswer) -> dict:
-    """What the answer claimed and whether it counts (a receipt that matches a verdict on disk)."""
+    """What the answer claimed and whether it counts (a receipt that matches the record).
+    `why` is set only for a claim that was ignored (no matching receipt) or corrected (the
+    receipt matches, the number is not the verdict's at the precision shown)."""
     claim = answer.best
     if claim is None:
         return {"claimed": None, "counted": False, "why": "no candidate named"}
@@ -95,8 +108,9 @@ def judge_claim(ws: Workspace, answer: RoundAnswer) -> dict:
         return record | {"counted": False, "why": "no matching receipt: the claim is ignored"}
     measured = found.verdict.speedup
     record |= {"counted": True, "measured": measured, "status": found.verdict.status.value}
-    if claim.speedup is not None and (measured is None or abs(claim.speedup - measured) > 1e-6):
-        record["why"] = "the claimed number is not the verdict's; the verdict's counts"
+    if claim.speedup is not None and not same_figure(claim.speedup, measured):
+        shown = "none" if measured is None else f"{measured:.{SHOWN_DECIMALS}f}x"
+        record["why"] = f"the claimed number is not the verdict's ({shown}); the verdict's counts"
     return record
 
 
@@ -135,6 +149,7 @@ def run_lane(request) -> SearchOutcome:
             allowance=lambda a=allowance, b=before: a - (ws.checked() - b),
             command_timeout_s=settings.command_timeout_s,
             output_chars=settings.tool_output_chars,
+            input_chars=settings.tool_input_chars,
             device_env=getattr(i["evaluator"], "device_env", {}),
             origin=f"model:{settings.driver}:{settings.model}",
         )
@@ -166,11 +181,13 @@ def run_lane(request) -> SearchOutcome:
             transcript.close(f"stopped: {exc}")
             stop = str(exc)
             break
-        except RoleError as exc:
-            transcript.close(f"failed: {exc}")
-            if ws.checked() == 0:
+        except Exception as exc:  # a fault of the model, the driver or the flow's own code
+            reason = str(exc) if isinstance(exc, RoleError) else f"{type(exc).__name__}: {exc}"
+            transcript.close(f"failed: {reason}")
+            stop = f"round {rounds} failed: {reason}"
+            if ws.checked() == 0:  # nothing checked to stand on: the lane fails, with its record
+                finish(ws, ledger, lane_dir, best, stop, claims, rounds)
                 raise
-            stop = f"round {rounds} failed: {exc}"
             break
         claims.append(judge_claim(ws, answer) | {"round": rounds, "lessons": answer.lessons})
         found = ws.best()
@@ -197,12 +214,34 @@ def finish(ws, ledger, lane_dir: Path, best, stop: str, claims: list, rounds: in
             "usage": ledger.usage.model_dump(),
         },
     )
-    ignored = [c for c in claims if not c.get("counted") and c.get("claimed") is not None]
+    noted = noted_claims(claims)
+    ignored = [c for c in noted if c.outcome == "ignored"]
     notes = f"stopped: {stop}" + (
         f"; {len(ignored)} claim(s) without a matching receipt ignored" if ignored else ""
     )
+    if len(noted) > len(ignored):
+        notes += f"; {len(noted) - len(ignored)} claimed number(s) corrected by the verdict"
     publish(ledger, lane_dir, notes)
-    return SearchOutcome(candidates=ws.results(), notes=notes)
+    return SearchOutcome(candidates=ws.results(), notes=notes, claims=noted)
+
+
+def noted_claims(claims: list[dict]) -> list[ClaimNote]:
+    """The claims the record did not bear out, for the report: ignored or corrected."""
+    noted = []
+    for c in claims:
+        if not c.get("why") or c.get("candidate") is None:  # borne out, or nothing named
+            continue
+        noted.append(
+            ClaimNote(
+                round=c.get("round", 0),
+                candidate=str(c.get("candidate")),
+                claimed=c.get("claimed"),
+                measured=c.get("measured"),
+                outcome="corrected" if c.get("counted") else "ignored",
+                why=c["why"],
+            )
+        )
+    return noted
 
 
 def publish(ledger: Ledger, lane_dir: Path, notes: str) -> None:

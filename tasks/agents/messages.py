@@ -97,6 +97,22 @@ def create_with_retries(
     raise AssertionError("unreachable")
 
 
+def kept_content(content: list[dict], limit: int) -> tuple[list[dict], dict[str, str]]:
+    """The model's answer as the conversation keeps it: a tool call's input over `limit`
+    characters is replaced by a note, so it is not sent again with every later request (nor
+    written to the transcript whole); the tool refuses it (`LaneTools.call`). Also: the notes,
+    by tool call id."""
+    kept, notes = [], {}
+    for block in content:
+        if block.get("type") == "tool_use":
+            size = len(json.dumps(block.get("input"), default=str))
+            if size > limit:
+                notes[block["id"]] = f"{size} characters, over the {limit}-character limit"
+                block = {**block, "input": {"omitted": notes[block["id"]] + ": refused, not kept"}}
+        kept.append(block)
+    return kept, notes
+
+
 def converse(
     *,
     settings: AgentSettings,
@@ -133,6 +149,8 @@ def converse(
         answer = create_with_retries(client, settings, transcript, remaining, **request)
         transcript.usage(answer.usage.input_tokens, answer.usage.output_tokens)
         content = [block.model_dump(mode="json", exclude_none=True) for block in answer.content]
+        content, omitted = kept_content(content, settings.tool_input_chars)
+        kept_inputs = {b["id"]: b["input"] for b in content if b.get("type") == "tool_use"}
         transcript.event(
             "answer",
             stop_reason=answer.stop_reason,
@@ -153,6 +171,8 @@ def converse(
         for use in uses:
             if use.name == SUBMIT:
                 try:
+                    if use.id in omitted:
+                        raise ValueError(f"the answer's input is {omitted[use.id]}")
                     final = output.model_validate(use.input)
                     if accept is not None:
                         accept(final)
@@ -172,11 +192,11 @@ def converse(
                     is_error = True
             else:
                 started = time.monotonic()
-                text, is_error = tools.call(use.name, dict(use.input or {}))
+                text, is_error = tools.call(use.name, use.input)
                 transcript.event(
                     "tool",
                     name=use.name,
-                    input=use.input,
+                    input=kept_inputs.get(use.id, use.input),
                     result=text,
                     is_error=is_error,
                     seconds=round(time.monotonic() - started, 3),

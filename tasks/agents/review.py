@@ -1,7 +1,8 @@
 """The reviewer's model conversation, and update_experience after a measured win.
 
-The reviewer is a separate conversation: it sees the candidate's sources, its verdicts and its
-profile where one exists, never the author's reasoning or transcript. The deterministic review
+The reviewer is a separate conversation: it sees the record's verdict on the candidate (what the
+check function returned, never a claim of the writer's), the candidate's diff against the input
+kernel and its profile where one exists, never the author's reasoning, answer or transcript. The deterministic review
 (`roles_default.review_candidates`: passed every workload, sound timings) comes first and is a
 floor: the model may flag what it accepted, never accept what it flagged, and it reviews only
 the candidate the floor chose. update_experience writes one learned card when the lane's
@@ -46,6 +47,18 @@ def sources(path: Path) -> str:
     return "\n".join(parts)[:MAX_SOURCE_CHARS]
 
 
+def reviewed_text(task_dir, chosen: CandidateResult) -> str:
+    """What the reviewer reads of a candidate: its diff against the input kernel (comments the
+    writer left in it included, as part of the code), or its sources without a frozen task."""
+    if not task_dir:
+        return sources(Path(chosen.candidate.path))
+    from scripts.freeze import load_task
+    from tasks.agents.workspace import candidate_diff
+
+    spec, _, _ = load_task(Path(task_dir))
+    return candidate_diff(Path(task_dir), spec, chosen)[:MAX_SOURCE_CHARS] or "(no change)"
+
+
 def review(request) -> Review:
     """Responder of the reviewer role when a model is configured."""
     from tasks.agents.wrapper import render_prompt
@@ -63,7 +76,7 @@ def review(request) -> Review:
             **request.context,
             "chosen": chosen.candidate.name,
             "verdict": verdict_text(chosen, "(the flow holds it)"),
-            "sources": sources(Path(chosen.candidate.path)),
+            "sources": reviewed_text(request.inputs.get("task_dir"), chosen),
             "profile": which_profiler()[1] or "not taken for the review",
         },
     )
@@ -164,8 +177,12 @@ def update_experience(
     receipt = next(
         (r["receipt"] for r in ws.receipts() if r["candidate"] == win.candidate.name), None
     )
-    if receipt is None or ws.verify(receipt, win.candidate.name) is None:
+    held = ws.verify(receipt, win.candidate.name) if receipt else None
+    if held is None:
         say(f"no learned card: {win.candidate.name} has no matching receipt")
+        return None
+    if held.verdict != win.verdict:  # the lane's result and the record disagree: the record wins
+        say(f"no learned card: {win.candidate.name}'s verdict is not the one its receipt holds")
         return None
     settings = AgentSettings.from_env()
     ledger = Ledger(lane_dir / "transcripts", settings)

@@ -67,6 +67,7 @@ class AgentSettings(BaseModel):
     max_rounds: int = 8
     command_timeout_s: float = 120.0  # the run-command tool's deadline
     tool_output_chars: int = 12000  # tool results are cut to this many characters
+    tool_input_chars: int = 256_000  # a tool call's input over this is refused and not kept
     claude_code: str = "claude"  # the CLI executable for driver claude-code
     learned_dir: str | None = None  # None: knowledge/learned in the checkout
     prices: dict[str, tuple[float, float]] = Field(default_factory=lambda: dict(PRICES_PER_MTOK))

@@ -7,15 +7,23 @@ HOME and TMPDIR and the Triton interpreter switch: no credentials, no Prefect se
 (which is not in this process's environment either: `settings.take_key`). It has a deadline,
 after which its whole process group is killed. `check` hands a candidate to the lane's check
 function (the harness's `check` entry point) and answers with the verdict and its receipt.
+
+Every input is validated against its tool's pydantic model (the schema the model is shown is
+made from it) and refused over `INPUT_CHARS`; a refusal, a bad input, an unknown tool or a tool
+that fails comes back as an error result the model reads, never as an exception that ends the
+lane (`LaneTools.call`). The Messages driver keeps no oversized input in the conversation.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tasks.agents.profile import profile
 from tasks.agents.transcript import BudgetSpent, redact
@@ -23,56 +31,94 @@ from tasks.agents.workspace import READ_ONLY_TOP, Workspace
 from tasks.models import CandidateRef, CandidateResult
 
 PASSED_ON_ENV = ("PATH", "LANG", "LC_ALL", "TRITON_INTERPRET")
+INPUT_CHARS = 256_000  # one tool call's input (a kernel source is a few thousand)
 
 
 class Refused(Exception):
     """A tool call that is not allowed; its message goes back to the model as an error."""
 
 
-def _schema(name: str, description: str, properties: dict, required: list[str]) -> dict:
-    return {
-        "name": name,
-        "description": description,
-        "input_schema": {"type": "object", "properties": properties, "required": required},
-    }
+class _Input(BaseModel):
+    """A tool's input: exactly these fields, of exactly these types (no coercion of "soon")."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
-S = {"type": "string"}
-TOOL_SCHEMAS = [
-    _schema("list_files", "List files under a workspace directory.", {"path": S}, []),
-    _schema(
-        "read_file",
-        "Read a text file in the workspace.",
-        {"path": S, "offset": {"type": "integer"}},
-        ["path"],
-    ),
-    _schema(
-        "write_file",
+class ListFiles(_Input):
+    path: str = "."
+
+
+class ReadFile(_Input):
+    path: str
+    offset: int = Field(0, ge=0)
+
+
+class WriteFile(_Input):
+    path: str
+    content: str
+
+
+class RunCommand(_Input):
+    command: str
+    timeout_s: float | None = Field(None, gt=0)
+
+
+class Check(_Input):
+    path: str
+    name: str
+    changed: str
+    expected: str
+
+
+class Profile(_Input):
+    path: str
+    workload: str
+
+
+TOOLS: dict[str, tuple[type[_Input], str]] = {
+    "list_files": (ListFiles, "List files under a workspace directory."),
+    "read_file": (ReadFile, "Read a text file in the workspace."),
+    "write_file": (
+        WriteFile,
         "Create or replace a text file under candidates/ (or elsewhere writable in the workspace).",
-        {"path": S, "content": S},
-        ["path", "content"],
     ),
-    _schema(
-        "run_command",
+    "run_command": (
+        RunCommand,
         "Run a shell command in the workspace (no network credentials, a deadline).",
-        {"command": S, "timeout_s": {"type": "number"}},
-        ["command"],
     ),
-    _schema(
-        "check",
+    "check": (
+        Check,
         "Check and time a candidate (a file or directory in the op's format) with the harness "
         "against the frozen baseline. Answers with the verdict per workload and a receipt; "
         "cite the receipt for any number you report.",
-        {"path": S, "name": S, "changed": S, "expected": S},
-        ["path", "name", "changed", "expected"],
     ),
-    _schema(
-        "profile",
-        "Profile a candidate on one workload (ncu on NVIDIA, rocprofv3 on ROCm).",
-        {"path": S, "workload": S},
-        ["path", "workload"],
-    ),
-]
+    "profile": (Profile, "Profile a candidate on one workload (ncu on NVIDIA, rocprofv3 on ROCm)."),
+}
+
+
+def _schema(name: str, limit: int) -> dict:
+    model, description = TOOLS[name]
+    schema = model.model_json_schema()
+    schema.pop("title", None)
+    return {
+        "name": name,
+        "description": f"{description} An input over {limit} characters is refused.",
+        "input_schema": schema,
+    }
+
+
+def input_size(arguments) -> int:
+    """Characters of a tool call's input as the model sent it (its JSON)."""
+    return len(json.dumps(arguments, default=str))
+
+
+def validation_line(exc: ValidationError) -> str:
+    """Pydantic's errors in one line each: field, what is wrong (never the whole input)."""
+    parts = []
+    for e in exc.errors(include_url=False, include_input=False):
+        where = ".".join(str(x) for x in e["loc"]) or "(input)"
+        parts.append(f"{where}: {e['msg']}")
+    return "; ".join(parts)
 
 
 class LaneTools:
@@ -88,6 +134,7 @@ class LaneTools:
         output_chars: int,
         device_env: dict[str, str] | None = None,
         origin: str = "model",
+        input_chars: int = INPUT_CHARS,
     ):
         self.ws = ws
         self.check_fn = check_fn
@@ -98,24 +145,40 @@ class LaneTools:
         self.output_chars = output_chars
         self.device_env = dict(device_env or {})
         self.origin = origin
+        self.input_chars = input_chars
         self.checked_this_call: list[dict] = []
 
-    def schemas(self) -> list[dict]:
-        names = {"check", "profile"} if self.check_fn is not None else set()
-        return [s for s in TOOL_SCHEMAS if s["name"] not in {"check", "profile"} - names]
+    def names(self) -> list[str]:
+        without = set() if self.check_fn is not None else {"check", "profile"}
+        return [n for n in TOOLS if n not in without]
 
-    def call(self, name: str, arguments: dict) -> tuple[str, bool]:
-        handler = getattr(self, f"tool_{name}", None)
-        if handler is None or name not in {s["name"] for s in self.schemas()}:
-            return f"unknown tool {name!r}", True
+    def schemas(self) -> list[dict]:
+        return [_schema(n, self.input_chars) for n in self.names()]
+
+    def call(self, name: str, arguments) -> tuple[str, bool]:
+        """A tool's answer, or the error the model reads: no input and no failure of a tool
+        ends the lane (only a spent budget or deadline does, as BudgetSpent)."""
+        if name not in self.names():
+            return f"unknown tool {str(name)[:80]!r}; the tools are {', '.join(self.names())}", True
+        size = input_size(arguments)
+        if size > self.input_chars:
+            return (
+                f"refused: the input of {name} is {size} characters, over the limit of "
+                f"{self.input_chars} for one tool call (it is not kept in the conversation)"
+            ), True
         try:
-            return self._cut(redact(handler(**arguments))), False
+            args = TOOLS[name][0].model_validate(arguments)
+        except ValidationError as exc:
+            return f"bad arguments for {name}: {validation_line(exc)}", True
+        handler = getattr(self, f"tool_{name}")
+        try:
+            return self._cut(redact(handler(**args.model_dump()))), False
+        except BudgetSpent:
+            raise
         except Refused as exc:
             return f"refused: {exc}", True
-        except TypeError as exc:
-            return f"bad arguments for {name}: {exc}", True
-        except OSError as exc:
-            return f"{type(exc).__name__}: {exc}", True
+        except Exception as exc:  # a tool's own failure is the model's to read, not the lane's
+            return self._cut(redact(f"{name} failed: {type(exc).__name__}: {exc}")), True
 
     def _cut(self, text: str) -> str:
         if len(text) <= self.output_chars:
@@ -252,6 +315,9 @@ def verdict_text(result: CandidateResult, receipt: str) -> str:
         lines.append(f"- {w.workload}: {w.status.value}{speed}{timing}{error}")
         if w.reason:
             lines.append(f"  {w.reason}")
+    if result.candidate.language == "triton":
+        ran = ", ".join(v.triton_kernels) or "none"
+        lines.append(f"Triton kernels launched in its checked calls: {ran}")
     if v.output_tail.strip() and not v.passed:
         lines.append("output (last lines):\n" + "\n".join(v.output_tail.splitlines()[-30:]))
     lines.append(f"receipt: {receipt}")

@@ -8,34 +8,44 @@
       starts/                    earlier winning variants of the same op, read-only
       candidates/                the model's (optimize: candidates/incumbent/ is a copy to edit)
       ITERATIONS.md              one row per checked candidate, written by the flow
+    lanes/<key>/work.git/               the workspace's git directory (tasks/agents/lanegit.py)
     lanes/<key>/snapshots/NNN-<name>/   what was checked, frozen at the moment of the check
     lanes/<key>/receipts.json           one receipt per check: hashes of verdict, oracle, candidate
+    lanes/<key>/receipt.key             the lane's secret for receipts (0600)
 
-A receipt binds a verdict file on disk to the oracle and to the candidate's bytes; a number in a
-role's answer counts only when its receipt matches (`verify`), and the lane's candidates are
-read back from the verdict files, never from the model.
+The record of a lane's checks is the trusted side's, outside the workspace: the verdicts the
+check function returned (held in this object for the lane's own run, and saved by the Evaluator
+under `lanes/<key>/results/`), and receipts.json. A receipt is an HMAC, with the lane's key, of
+the candidate's name, the verdict's bytes, the oracle and the candidate's bytes: a verdict file
+or receipt rewritten by anyone without the key matches nothing (`verify`). The workspace holds
+only copies for the model to read (ITERATIONS.md, the tools' answers). A number in a role's
+answer counts only when its receipt matches, and the lane's candidates, its best and all that is
+derived from them come from the record, never from the model.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
+import os
 import re
+import secrets
 import shutil
 import stat
 import threading
 from pathlib import Path
 
-import git
-
 from scripts import manifest
 from scripts.spec import OpSpec
+from tasks.agents.lanegit import LaneGit
 from tasks.models import CandidateRef, CandidateResult
 from tasks.render import render
 from tasks.run_store import read_json, write_json
 
 READ_ONLY_TOP = ("oracle", "knowledge", "starts", "TASK.md", "ITERATIONS.md", "bin", ".git")
-IGNORE = ".home/\n.tmp/\n__pycache__/\n*.pyc\n"
+IGNORE = ".home/\n.tmp/\n__pycache__/\n*.pyc\n.git\n"
+RECEIPT_CHARS = 20
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -80,9 +90,12 @@ class Workspace:
         self.spec = spec
         self.oracle_sha256 = oracle
         self.receipts_path = self.lane_dir / "receipts.json"
+        self.key_path = self.lane_dir / "receipt.key"
         self.snapshots = self.lane_dir / "snapshots"
         self._lock = threading.Lock()
-        self.repo = git.Repo(self.root) if (self.root / ".git").is_dir() else None
+        self.git = LaneGit(self.lane_dir / "work.git", self.root)
+        self._held: dict[str, CandidateResult] = {}  # receipt -> what the check returned
+        self._entries: list[dict] = []  # the receipts made in this run, in order
 
     # -- making it ---------------------------------------------------------------------------
 
@@ -108,10 +121,15 @@ class Workspace:
             shutil.rmtree(root)
         root.mkdir(parents=True)
         ws = cls(root, lane_dir, task_dir, spec, oracle)
-        for stale in (ws.receipts_path,):
+        for stale in (ws.receipts_path, ws.key_path):
             stale.unlink(missing_ok=True)
-        if ws.snapshots.exists():
-            shutil.rmtree(ws.snapshots)
+        for stale_dir in (ws.snapshots, ws.git.git_dir):
+            if stale_dir.exists():
+                shutil.rmtree(stale_dir)
+        ws.lane_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(ws.key_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(secrets.token_bytes(32))
         src = ws.task_dir / "baseline_src"
         oracle_dir = ws.root / "oracle"
         _copy(src, oracle_dir, skip=ws.reference_files())
@@ -129,15 +147,12 @@ class Workspace:
             "# Iterations\n\n| # | candidate | changed | expected | measured | receipt |\n"
             "| --- | --- | --- | --- | --- | --- |\n"
         )
-        (ws.root / ".gitignore").write_text(IGNORE)
         for top in ("oracle", "knowledge", "starts"):
             if (ws.root / top).exists():
                 _read_only(ws.root / top)
-        ws.repo = git.Repo.init(ws.root)
-        with ws.repo.config_writer() as config:
-            config.set_value("user", "name", "kernel-bakeoff lane")
-            config.set_value("user", "email", "lane@kernel-bakeoff.invalid")
-            config.set_value("commit", "gpgsign", "false")
+        ws.git.init()
+        (ws.git.git_dir / "info").mkdir(exist_ok=True)
+        (ws.git.git_dir / "info" / "exclude").write_text(IGNORE)
         ws.commit("workspace: task sheet, oracle copy, knowledge cards, starting points")
         return ws
 
@@ -159,16 +174,18 @@ class Workspace:
     # -- git and the iterations log ----------------------------------------------------------
 
     def commit(self, message: str) -> str:
-        self.repo.git.add("-A")
-        self.repo.index.commit(message)
-        return self.repo.head.commit.hexsha
+        return self.git.commit(message)
 
     def history(self) -> list[str]:
-        return [c.message.splitlines()[0] for c in self.repo.iter_commits()][::-1]
+        return self.git.subjects()
 
     # -- checks and receipts ------------------------------------------------------------------
 
     def receipts(self) -> list[dict]:
+        """The receipts of the lane's checks: the ones this object made, in the lane's own run
+        (the file is their copy); read from receipts.json afterwards."""
+        if self._entries:
+            return list(self._entries)
         return (read_json(self.receipts_path) or {}).get("receipts", [])
 
     def checked(self) -> int:
@@ -192,16 +209,36 @@ class Workspace:
         _read_only(dest)
         return dest
 
+    def _key(self) -> bytes | None:
+        try:
+            return self.key_path.read_bytes() or None
+        except OSError:
+            return None
+
+    def _sign(self, name: str, verdict_sha: str, candidate_sha: str) -> str | None:
+        key = self._key()
+        if key is None:
+            return None
+        message = f"{name}:{verdict_sha}:{self.oracle_sha256}:{candidate_sha}".encode()
+        return hmac.new(key, message, hashlib.sha256).hexdigest()[:RECEIPT_CHARS]
+
+    @staticmethod
+    def verdict_sha(result: CandidateResult) -> str:
+        """The hash of a result as the record holds it (canonical JSON, not a file's layout)."""
+        return sha256_bytes(result.model_dump_json().encode())
+
     def record(self, result: CandidateResult, changed: str, expected: str) -> dict:
-        """Receipt for a check whose result the Evaluator saved under results/; commit it."""
+        """Receipt for the result the check function returned (the Evaluator saved it under
+        results/); the result itself is held as the record of this lane; commit it."""
         with self._lock:
             name = result.candidate.name
             saved = sorted((self.lane_dir / "results").glob(f"*-{name}.json"))[-1]
-            verdict_sha = sha256_bytes(saved.read_bytes())
+            verdict_sha = self.verdict_sha(result)
             candidate_sha = tree_sha(Path(result.candidate.path))
-            receipt = sha256_bytes(f"{verdict_sha}:{self.oracle_sha256}:{candidate_sha}".encode())[
-                :20
-            ]
+            receipt = self._sign(name, verdict_sha, candidate_sha)
+            if receipt is None:
+                raise RuntimeError(f"the lane's receipt key {self.key_path} is gone")
+            self._held[receipt] = result
             v = result.verdict
             measured = v.status.value + (f" {v.speedup:.3f}x" if v.speedup is not None else "")
             row = [str(self.checked() + 1), name, changed, expected, measured, receipt]
@@ -219,31 +256,56 @@ class Workspace:
             message = f"check {row[0]} {name}: {measured} (receipt {receipt})\n\n"
             message += f"changed: {changed}\nexpected: {expected}\n"
             entry["commit"] = self.commit(message)
-            receipts = self.receipts() + [entry]
-            write_json(self.receipts_path, {"receipts": receipts})
+            self._entries.append(entry)
+            write_json(self.receipts_path, {"receipts": self._entries})
             return entry
 
     def verify(self, receipt: str | None, candidate: str | None = None) -> CandidateResult | None:
-        """The verdict a receipt stands for, re-read and re-hashed from disk; None if it does
-        not match (unknown receipt, other candidate, a verdict file or snapshot changed since)."""
+        """The verdict a receipt stands for, from the record; None if it does not match
+        (unknown receipt, another candidate, a verdict file, receipt or snapshot changed since,
+        a receipt not made with this lane's key)."""
+        if not isinstance(receipt, str):
+            return None
+        held = self._held.get(receipt)
+        if held is not None:  # this lane's own run: what the check function returned
+            if candidate is not None and held.candidate.name != candidate:
+                return None
+            path = Path(held.candidate.path)
+            entry = next((e for e in self.receipts() if e["receipt"] == receipt), None)
+            if entry is not None and tree_sha(path) != entry["candidate_sha256"]:
+                return None
+            return held
         for entry in self.receipts():
             if entry["receipt"] != receipt:
                 continue
             if candidate is not None and entry["candidate"] != candidate:
                 return None
-            saved = Path(entry["result_file"])
-            if not saved.is_file() or sha256_bytes(saved.read_bytes()) != entry["verdict_sha256"]:
-                return None
-            result = CandidateResult.model_validate_json(saved.read_text())
-            if result.verdict.oracle_sha256 not in ("", self.oracle_sha256):
-                return None
-            if tree_sha(Path(result.candidate.path)) != entry["candidate_sha256"]:
-                return None
-            return result
+            return self._from_disk(entry)
         return None
 
+    def _from_disk(self, entry: dict) -> CandidateResult | None:
+        """A receipt's verdict read back from the saved file, re-hashed and re-signed."""
+        saved = Path(entry["result_file"])
+        try:
+            result = CandidateResult.model_validate_json(saved.read_text())
+        except (OSError, ValueError):
+            return None
+        if result.candidate.name != entry["candidate"]:
+            return None
+        verdict_sha = self.verdict_sha(result)
+        candidate_sha = tree_sha(Path(result.candidate.path))
+        signed = self._sign(entry["candidate"], verdict_sha, candidate_sha)
+        if signed is None or not hmac.compare_digest(signed, str(entry["receipt"])):
+            return None
+        if result.verdict.oracle_sha256 not in ("", self.oracle_sha256):
+            return None
+        return result
+
     def results(self) -> list[CandidateResult]:
-        """Every checked candidate, read back from its verdict file through its receipt."""
+        """Every checked candidate, from the record: in the lane's own run the results its
+        checks returned, later the saved ones whose receipts still match."""
+        if self._held:
+            return list(self._held.values())
         found = [self.verify(e["receipt"]) for e in self.receipts()]
         return [r for r in found if r is not None]
 
@@ -253,23 +315,32 @@ class Workspace:
 
     def patch(self, result: CandidateResult) -> str:
         """Unified diff of a candidate against the input kernel's sources."""
-        import difflib
-
-        src = self.task_dir / "baseline_src"
-        cand = Path(result.candidate.path)
-        lines = []
-        names = {p.relative_to(src).as_posix() for p in src.rglob("*") if p.is_file()}
-        names |= {p.relative_to(cand).as_posix() for p in cand.rglob("*") if p.is_file()}
-        for name in sorted(names - self.reference_files()):
-            if "__pycache__" in name:
-                continue
-            a, b = src / name, cand / name
-            old = a.read_text(errors="replace").splitlines(True) if a.is_file() else []
-            new = b.read_text(errors="replace").splitlines(True) if b.is_file() else []
-            lines += difflib.unified_diff(
-                old, new, f"input/{name}", f"{result.candidate.name}/{name}"
-            )
-        return "".join(lines)
+        return candidate_diff(self.task_dir, self.spec, result)
 
     def ref(self, name: str, path: Path, language: str, mode: str, origin: str) -> CandidateRef:
         return CandidateRef(name=name, language=language, mode=mode, path=str(path), origin=origin)
+
+
+def candidate_diff(task_dir: Path, spec: OpSpec, result: CandidateResult) -> str:
+    """Unified diff of a candidate (a file or a directory) against the input kernel's sources,
+    the oracle's reference left out."""
+    import difflib
+
+    src = Path(task_dir) / "baseline_src"
+    cand = Path(result.candidate.path)
+    entry = spec.entry.partition(":")[0]
+
+    def files(root: Path) -> set[str]:
+        return {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
+
+    names = files(src) | ({entry} if cand.is_file() else files(cand))
+    lines = []
+    for name in sorted(names - Workspace.reference_of(spec)):
+        if "__pycache__" in name or name.endswith(".pyc"):
+            continue
+        a = src / name
+        b = cand if cand.is_file() and name == entry else cand / name
+        old = a.read_text(errors="replace").splitlines(True) if a.is_file() else []
+        new = b.read_text(errors="replace").splitlines(True) if b.is_file() else []
+        lines += difflib.unified_diff(old, new, f"input/{name}", f"{result.candidate.name}/{name}")
+    return "".join(lines)

@@ -186,7 +186,10 @@ async def _in_daemon_thread(fn: Callable, request: RoleRequest):
             value, exc = ctx.run(fn, request), None
         except BaseException as e:  # handed to the awaiting task, never lost
             value, exc = None, e
-        loop.call_soon_threadsafe(settle, value, exc)
+        try:
+            loop.call_soon_threadsafe(settle, value, exc)
+        except RuntimeError:  # the loop closed: the role was timed out and nobody waits
+            pass  # (its transcript was closed with the reason by the responder itself)
 
     threading.Thread(target=work, name=f"role-{request.role}", daemon=True).start()
     return await done

@@ -1,0 +1,172 @@
+"""A model-driven lane cannot lie, escape or crash its way to a win: a scripted model that reads
+the offered tools' schemas misbehaves through a whole Triton author lane (a candidate that
+imports the reference and launches no Triton kernel, one that caches by input pointer, a
+forged verdict and receipt cited as a 10x win, a candidate it never checked, a planted git hook,
+wrong-typed, schema-violating, unknown and 5 MB tool calls); and a lane whose model fails still
+leaves its record. Each asserts what the report, --json, agent.json and the files show."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tasks.agents.transcript import events
+from tasks.language_rule import NO_TRITON
+from tests.agent_env import AGENT_ENV, held_key
+from tests.agent_kernels import SOFTMAX_ROWS, tiny_softmax
+from tests.misbehaving_model import (
+    FORGE,
+    body_sizes,
+    check,
+    forged_receipt,
+    plant_hooks,
+    schema_violation,
+    shell,
+    submit,
+    unknown_tool,
+    write,
+    wrong_typed_timeout,
+)
+from tests.scripted_api import ScriptedAPI, fault, reply, tool
+
+pytestmark = pytest.mark.slow
+
+# "Triton" in name only: the reference's answer (imported where it can be, torch's otherwise)
+FAKE = """import torch
+
+try:
+    from reference import softmax as _reference
+except ImportError:
+    _reference = None
+
+
+def softmax(x: torch.Tensor) -> torch.Tensor:
+    return _reference(x) if _reference else torch.softmax(x, dim=-1)
+"""
+
+# a real Triton kernel whose answers are memoised on the input's address and shape
+CACHED = (
+    "ROWS = 16\n"
+    + SOFTMAX_ROWS.replace("def softmax(", "def _softmax(")
+    + """
+
+_seen = {}
+
+
+def softmax(x):
+    key = (x.data_ptr(), tuple(x.shape))
+    if key not in _seen:
+        _seen[key] = _softmax(x)
+    return _seen[key]
+"""
+)
+
+BIG = 5 << 20
+
+
+@pytest.fixture(scope="module")
+def softmax(tmp_path_factory) -> Path:
+    return tiny_softmax(tmp_path_factory.mktemp("misbehave") / "softmax")
+
+
+@pytest.fixture
+def env(monkeypatch, tmp_path):
+    learned = tmp_path / "learned"
+    for k, v in (AGENT_ENV | {"BAKEOFF_AGENT_LEARNED_DIR": str(learned)}).items():
+        monkeypatch.setenv(k, v)
+    return learned
+
+
+def bake(softmax: Path, api: ScriptedAPI, monkeypatch, budget: int):
+    """An author lane; each test its own budget, so that no test's lane is another's, reused."""
+    from flows.bakeoff import bakeoff
+
+    monkeypatch.setenv("BAKEOFF_AGENT_BASE_URL", api.base_url)
+    return bakeoff(str(softmax), mode="author", target_language="triton", budget=budget, samples=5,
+                   runs_root=str(softmax.parent))  # fmt: skip
+
+
+def test_a_lying_escaping_crashing_model_does_not_win(prefect_api, softmax, env, monkeypatch, tmp_path):  # fmt: skip
+    from flows.live import result_json
+
+    monkeypatch.setenv("BAKEOFF_AGENT_PER_ROUND", "1")
+    marker = tmp_path / "hook-ran"
+
+    def cite_forgery(body):
+        return submit("fake", forged_receipt(body), 10.0)(body)
+
+    steps = [
+        write("candidates/fake/kernel.py", FAKE),
+        check("candidates/fake", "fake"),
+        wrong_typed_timeout("echo soon"),
+        schema_violation(),
+        unknown_tool(),
+        write("candidates/huge.py", "x" * BIG),
+        shell(plant_hooks(str(marker))),
+        shell(FORGE),
+        cite_forgery,
+        # round 2
+        write("candidates/cache/kernel.py", CACHED),
+        check("candidates/cache", "cache"),  # a commit: the planted hook's chance
+        submit("ghost", "0" * 20, 3.0),  # never checked
+        reply(tool("submit", summary="No candidate won; the input is kept.")),  # reporter
+    ]
+    with held_key(), ScriptedAPI(steps) as api:
+        report = bake(softmax, api, monkeypatch, 2)
+        assert api.remaining() == 0
+        results = api.tool_results()
+        sizes = body_sizes(api.requests)
+    # the lane survived every bad call, each answered with a reason the model could read
+    said = [r["content"] for r in results]
+    assert any("bad arguments" in s and "timeout_s" in s for s in said)
+    assert any("bad arguments" in s and "Field required" in s for s in said)
+    assert any(s.startswith("unknown tool 'erase_all'") for s in said)
+    assert any(s.startswith("refused: the input of write_file is") for s in said)
+    assert max(sizes) < 200_000  # the 5 MB input was never sent back
+    (lane,) = report.lanes
+    assert lane.status == "completed"
+    fake, cache = (c.verdict for c in lane.candidates)
+    assert fake.status.value == "FLAGGED" and fake.reason == NO_TRITON
+    assert fake.triton_kernels == [] and "launched no Triton kernel" in said[1]
+    assert not cache.passed and cache.reason != NO_TRITON and cache.triton_kernels == ["_rows"]
+    # the forged 10x is on disk, and nowhere else
+    lane_dir = Path(lane.lane_dir)
+    forged = json.loads(sorted((lane_dir / "results").glob("*-fake.json"))[0].read_text())
+    assert forged["verdict"]["speedup"] == 10.0
+    assert report.winner is None and all(r.speedup != 10.0 for r in report.rows)
+    markdown = Path(report.report_path).read_text()
+    assert "launched no Triton kernel" in markdown and "10.000x" not in markdown
+    out = result_json(report)
+    assert out["winner"] is None
+    claims = {c["candidate"]: c for c in out["claims"]}
+    assert set(claims) == {"fake", "ghost"}
+    assert all(
+        c["outcome"] == "ignored" and "no matching receipt" in c["why"] for c in claims.values()
+    )
+    assert "Model claims the record did not bear out" in markdown and "ghost" in markdown
+    html = Path(report.html_path).read_text()
+    assert 'id="claims"' in html and "ghost" in html
+    agent = json.loads((lane_dir / "agent.json").read_text())
+    assert agent["rounds"] == 2 and agent["best"] is None
+    assert agent["stopped"] == "check budget spent (2 candidates)"
+    assert [c["claimed"] for c in agent["claims"]] == [10.0, 3.0]
+    assert not any(c["counted"] for c in agent["claims"])
+    assert len(agent["git_history"]) == 3 and not marker.exists()  # the hook never ran
+    for path in (lane_dir / "transcripts").glob("*.jsonl"):
+        assert events(path)[-1]["event"] == "end" and path.stat().st_size < 200_000
+    assert not any(env.rglob("*"))  # no learned card, no archive entry
+
+
+def test_a_lane_whose_model_fails_still_leaves_its_record(prefect_api, softmax, env, monkeypatch):
+    with held_key(), ScriptedAPI([fault(400, "bad request")]) as api:
+        report = bake(softmax, api, monkeypatch, 1)
+    (lane,) = report.lanes
+    assert lane.status == "failed" and report.winner is None
+    lane_dir = Path(lane.lane_dir)
+    agent = json.loads((lane_dir / "agent.json").read_text())
+    assert agent["stopped"].startswith("round 1 failed: API refused the request")
+    (transcript,) = (lane_dir / "transcripts").glob("*-kernel_author.jsonl")
+    end = events(transcript)[-1]
+    assert end["event"] == "end" and end["outcome"].startswith("failed: API refused")
