@@ -163,7 +163,7 @@ def test_optimize_lane_improves_in_two_rounds_and_ignores_an_unreceipted_claim(
     ]
     r1, r64 = (c.verdict for c in lane.candidates)
     assert r1.passed and r64.passed and r64.speedup > r1.speedup
-    assert re.search(r"key search: [1-9]\d* environments read, found 0", r1.output_tail)
+    assert re.search(r"key search: \d+ environments read, found 0", r1.output_tail)
     lane_dir = Path(lane.lane_dir)
     agent = json.loads((lane_dir / "agent.json").read_text())
     assert agent["stopped"] == "check budget spent (2 candidates)" and agent["rounds"] == 2

@@ -131,10 +131,10 @@ def test_a_lying_escaping_crashing_model_does_not_win(prefect_api, softmax, env,
     assert fake.status.value == "FLAGGED" and fake.reason == NO_TRITON
     assert fake.triton_kernels == [] and "launched no Triton kernel" in said[1]
     assert not cache.passed and cache.reason != NO_TRITON and cache.triton_kernels == ["_rows"]
-    # the forged 10x is on disk, and nowhere else
+    # the forgery never reached the record: the box hides the lane's files from the command
     lane_dir = Path(lane.lane_dir)
-    forged = json.loads(sorted((lane_dir / "results").glob("*-fake.json"))[0].read_text())
-    assert forged["verdict"]["speedup"] == 10.0
+    stored = json.loads(sorted((lane_dir / "results").glob("*-fake.json"))[0].read_text())
+    assert stored["verdict"]["speedup"] != 10.0 and stored["verdict"]["status"] == "FLAGGED"
     assert report.winner is None and all(r.speedup != 10.0 for r in report.rows)
     markdown = Path(report.report_path).read_text()
     assert "launched no Triton kernel" in markdown and "10.000x" not in markdown

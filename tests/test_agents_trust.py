@@ -93,11 +93,18 @@ def test_bad_tool_calls_come_back_as_errors_the_model_reads(task, tmp_path):
     assert f"over {INPUT_CHARS} characters is refused" in schemas["write_file"]["description"]
 
 
-def test_a_forged_verdict_and_receipt_match_nothing(task, tmp_path):
+def test_a_forged_verdict_and_receipt_match_nothing(task, tmp_path, monkeypatch):
     ws = workspace(task, tmp_path / "lane")
     slow, receipt = checked(ws, "slow", 0.0004)
     assert ws.verify(receipt, "slow") == slow and ws.results() == [slow]
     tools = lane_tools(ws)
+    record = {p: p.read_bytes() for p in ws.lane_dir.rglob("*.json")}
+    # In the box (scripts/box.py) the record is out of the command's sight: the forgery fails.
+    text, is_error = tools.call("run_command", {"command": FORGE})
+    assert "forged receipt:" not in text, text
+    assert {p: p.read_bytes() for p in ws.lane_dir.rglob("*.json")} == record
+    # Should the files be rewritten anyway (no box, on purpose), they still count for nothing.
+    monkeypatch.setenv("BAKEOFF_ISOLATION", "none")
     text, is_error = tools.call("run_command", {"command": FORGE})
     assert not is_error and "forged receipt:" in text, text
     forged = text.split("forged receipt: ")[1].split()[0]
@@ -120,11 +127,17 @@ def test_a_forged_verdict_and_receipt_match_nothing(task, tmp_path):
     assert fresh.verify(ok_receipt, "honest") is None
 
 
-def test_git_runs_no_hook_or_filter_the_model_planted(task, tmp_path):
+def test_git_runs_no_hook_or_filter_the_model_planted(task, tmp_path, monkeypatch):
     ws = workspace(task, tmp_path / "lane")
     marker = tmp_path / "hook-ran"
     from tests.misbehaving_model import plant_hooks
 
+    # In the box the repository beside the workspace is out of reach: nothing is planted there.
+    text, is_error = lane_tools(ws).call("run_command", {"command": plant_hooks(str(marker))})
+    assert "planted" not in text, text
+    assert not (ws.lane_dir / "work.git" / "hooks" / "post-commit").exists()
+    # Planted anyway (no box, on purpose): git still runs none of it.
+    monkeypatch.setenv("BAKEOFF_ISOLATION", "none")
     text, is_error = lane_tools(ws).call("run_command", {"command": plant_hooks(str(marker))})
     assert not is_error and "planted" in text, text
     checked(ws, "c1", 1.0)  # a check commits the workspace
