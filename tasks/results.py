@@ -119,8 +119,12 @@ class CandidateRow(BaseModel):
     # lane-failed | <verdict status>
     status: str
     detail: str = ""
+    # Over the frozen baseline, the one denominator: baseline_ms[w] / median_ms[w] is speedups[w]
     speedup: float | None = None
     speedups: dict[str, float | None] = Field(default_factory=dict)
+    median_ms: dict[str, float | None] = Field(default_factory=dict)  # the candidate's own
+    # The frozen baseline timed beside it in its check: detects drift, never divides
+    baseline_beside_ms: dict[str, float | None] = Field(default_factory=dict)
     margin: float | None = None  # relative spread the speedup had to beat (bar: 1 + margin)
     spread: float | None = None  # the candidate's own relative spread, mean over workloads
     comparable: bool = True  # False: interpreted against native, the speedup means nothing
