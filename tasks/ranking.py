@@ -33,7 +33,7 @@ from typing import NamedTuple
 from scripts.verdict import Status, geomean
 from tasks.models import CandidateResult
 from tasks.results import CandidateRow, DiscoverOutcome, LaneResult, Review
-from tasks.roles_default import timing_doubts
+from tasks.roles_default import max_relative_spread, timing_doubts
 
 
 def baseline_stats(task_dir: Path) -> tuple[dict[str, float], dict[str, float]]:
@@ -52,6 +52,25 @@ def baseline_stats(task_dir: Path) -> tuple[dict[str, float], dict[str, float]]:
         else:
             spreads[name] = 0.0
     return medians, spreads
+
+
+def noisy_baseline(task_dir: Path) -> str | None:
+    """One line when the frozen baseline's spread (interquartile range over median) is above
+    what the reviewer accepts of a candidate's: every speedup divides by that figure, so the
+    race would be run against noise. None when it is quiet enough (or there is no baseline)."""
+    try:
+        _, spreads = baseline_stats(task_dir)
+    except (OSError, ValueError, KeyError):
+        return None
+    limit = max_relative_spread()
+    worst = max(((rel, name) for name, rel in spreads.items()), default=(0.0, ""))
+    if worst[0] <= limit:
+        return None
+    return (
+        f"the machine was busy: the frozen baseline's spread is {worst[0]:.0%} of its median "
+        f"(workload {worst[1]}; a candidate's may be {limit:.0%} at most), and every speedup "
+        "divides by it: re-freeze on a quiet machine"
+    )
 
 
 def interpreted(language: str, device: str) -> bool:
@@ -85,6 +104,7 @@ def measurement(task_dir: Path) -> dict:
         "clock": ", ".join(clocks),
         "interpreted": baseline_interpreted(task_dir),
         "baseline_spread": spreads,
+        "baseline_noisy": noisy_baseline(task_dir),
     }
 
 

@@ -160,6 +160,10 @@ class Report(BaseModel):
         """The candidates the harness gave a verdict on: not the baseline, not its own faults."""
         return [r for r in self.rows if r.mode != "baseline" and r.status != "HARNESS_ERROR"]
 
+    def timed_beside(self) -> list[CandidateRow]:
+        """The rows whose check timed the frozen baseline beside the candidate (drift detector)."""
+        return [r for r in self.rows if any(v is not None for v in r.baseline_beside_ms.values())]
+
     def why_nothing_was_judged(self) -> str:
         """With no judged candidate, "no winner" would claim a contest that never took place:
         what stopped each lane, and the run's warnings, in one line."""
