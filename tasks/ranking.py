@@ -138,7 +138,8 @@ def figures(result: CandidateResult, frozen: dict[str, float]) -> Figures:
     for w in result.verdict.workloads:
         if w.checked_only:
             continue
-        ms = w.timing.median_ms if w.timing is not None and w.timing.median_ms > 0 else None
+        timed = w.status is Status.PASSED and w.timing is not None and w.timing.median_ms > 0
+        ms = w.timing.median_ms if timed else None
         base = frozen.get(w.workload)
         median[w.workload] = ms
         speedups[w.workload] = base / ms if ms and base else None
