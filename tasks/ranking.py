@@ -6,8 +6,8 @@ a larger speedup. The baseline's run beside each candidate in its check only det
 when it moved from the frozen figure beyond both spreads (even after the judge re-timed it),
 the machine was not the one the baseline was frozen on, and the row is `flagged` with that
 reason. Rows are ordered by what can be trusted, then by speed: figures that stand (winner,
-eligible, passed, within-spread, slower, the baseline's re-measurement) first, then flagged and
-lane-failed rows, then failures; fastest first within each.
+eligible, passed, within-spread, slower) first, then flagged and lane-failed rows, then the
+input re-measured as a candidate (`baseline`), then failures; fastest first within each.
 
 A candidate may win only if it passed every workload, its lane (or Discover) completed, the
 reviewer accepted it, and its overall speedup beats the baseline by more than the measured
@@ -304,17 +304,22 @@ def rank(
     return rows, winner
 
 
-# Rows whose figures stand, then rows someone doubted (ordered among themselves by speed).
-STANDS = ("winner", "eligible", "passed", "within-spread", "slower", "baseline")
+# Contenders whose figures stand, then rows someone doubted (each group by speed), then the
+# input re-measured as a candidate (a reference row, never a contender), then failures.
+STANDS = ("winner", "eligible", "passed", "within-spread", "slower")
 DOUBTED = ("flagged", "lane-failed")
 
 
 def tier(row: CandidateRow) -> int:
-    return 0 if row.status in STANDS else 1 if row.status in DOUBTED else 2
+    if row.status in STANDS:
+        return 0
+    if row.status in DOUBTED:
+        return 1
+    return 2 if row.status == "baseline" else 3
 
 
 def best_measured(rows: list[CandidateRow]) -> CandidateRow | None:
     """The fastest comparable candidate that passed, the baseline's re-measurement left out."""
-    ok = [r for r in rows if r.status in STANDS + DOUBTED and r.status != "baseline"]
+    ok = [r for r in rows if r.status in STANDS + DOUBTED]
     ok = [r for r in ok if r.speedup is not None and r.comparable]
     return max(ok, key=lambda r: r.speedup, default=None)
