@@ -119,3 +119,24 @@ def test_drift_needs_a_move_beyond_both_spreads():
     assert drift(timing(0.5, rel=0.02), frozen) is not None  # faster counts too
     assert drifted([1.49, 1.5, 1.51], frozen) and not drifted([0.99, 1.0, 1.01], frozen)
     assert not drifted([], frozen) and not drifted([9.0], {})  # nothing to compare
+
+
+def test_a_noisy_frozen_baseline_is_said_in_one_line_and_in_the_report(task):
+    from tasks.ranking import measurement, noisy_baseline
+    from tasks.render import render
+    from tasks.results import Report
+
+    assert noisy_baseline(task) is None  # a spread well under 25%
+    base = json.loads((task / "baseline.json").read_text())
+    base["workloads"]["w"]["samples_ms"] = [1.0, 2.0, FROZEN_MS, 20.0, 30.0]
+    (task / "baseline.json").write_text(json.dumps(base))
+    (task / "fingerprint.json").write_text(json.dumps({"device": "cpu", "arch": "cpu"}))
+    line = noisy_baseline(task)
+    assert line.startswith("the machine was busy: the frozen baseline's spread is ")
+    assert "% of its median (workload w; a candidate's may be 25% at most)" in line
+    assert line.endswith("re-freeze on a quiet machine") and "\n" not in line
+    report = Report(kernel_path="k", kernel="k", mode="optimize", run_dir="r", task_dir=str(task),
+                    oracle_sha256="0" * 64, baseline_ms={"w": FROZEN_MS}, rows=[],
+                    measurement=measurement(task))  # fmt: skip
+    text = render("report.md.j2", report=report)
+    assert text.count(line) == 1 and f"- **Noisy baseline**: {line}" in text
