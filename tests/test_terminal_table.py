@@ -10,7 +10,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import Progress
 
-from flows.live import LaneSpinner, lane_lines, ranking_table, short, winner_line
+from flows.live import LaneSpinner
+from flows.run_table import lane_lines, ranking_table, short, winner_line
 from scripts.verdict import Status
 from tasks.ranking import rank
 from tasks.results import LaneResult, Report, Review
