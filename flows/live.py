@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -23,9 +24,9 @@ from rich.progress import (
     TextColumn,
     TimeElapsedColumn,
 )
-from rich.table import Table
 
 from flows import phases
+from flows.run_table import lane_lines, ranking_table, short, winner_line
 from flows.server_warmup import start_beside_freeze, warm_fork_server
 from tasks.freezing import freeze_isolated
 from tasks.gpu_pool import resolve
@@ -85,6 +86,19 @@ def result_json(report: Report) -> dict:
     }
 
 
+# A lane in one of these states has ended: its row stops spinning.
+ENDED = ("completed", "cut", "failed", "skipped", "reused")
+
+
+class LaneSpinner(SpinnerColumn):
+    """A spinner only while the lane is under way; an ended lane (a skipped one too) shows none."""
+
+    def render(self, task):
+        if str(task.fields.get("state", "")).split(":")[0] in ENDED:
+            return self.finished_text
+        return super().render(task)
+
+
 class LaneRows:
     """Keeps one progress row per lane in step with the lanes' progress files."""
 
@@ -116,13 +130,16 @@ class LaneRows:
             budget = info.get("budget") or 1
             done = info.get("evaluated") or 0
             best = info.get("best_speedup")
+            state = info.get("state", "starting")
+            if state == "skipped" and info.get("reason"):
+                state = f"skipped: {short(info['reason'], 60)}"
             fields = {
                 "description": f"{key} ({info.get('mode', '')})",
                 "total": max(budget, done),
                 "completed": done,
                 "device": info.get("device") or "",
                 "best": f"best {best:.3f}x" if best else "",
-                "state": info.get("state", "starting"),
+                "state": state,
             }
             self._say(
                 key, f"lane {key}: {fields['state']}, {done}/{budget} checked {fields['best']}"
@@ -138,25 +155,6 @@ class LaneRows:
         if self.say is not None and self.said.get(what) != line:
             self.said[what] = line
             self.say(f"{time.strftime('%H:%M:%S')} {line.strip()}")
-
-
-def ranking_table(report: Report) -> Table:
-    table = Table(title=f"{report.kernel} ({report.mode}): speedup over the frozen baseline")
-    for col in ("#", "candidate", "language", "mode", "from"):
-        table.add_column(col)
-    for name, ms in report.baseline_ms.items():
-        table.add_column(f"{name}\n{ms:.4g} ms", justify="right")
-    table.add_column("overall", justify="right")
-    table.add_column("status")
-    for r in report.rows:
-        cells = [str(r.rank), r.name, r.language, r.mode, r.origin()]
-        cells += [
-            "-" if r.speedups.get(n) is None else f"{r.speedups[n]:.3f}x"
-            for n in report.baseline_ms
-        ]
-        cells += ["-" if r.speedup is None else f"{r.speedup:.3f}x", r.status]
-        table.add_row(*cells, style="bold green" if r.status == "winner" else None)
-    return table
 
 
 def _run_flow(params: dict, out: dict) -> None:
@@ -189,7 +187,14 @@ def _print_extras(console, report: Report, req: BakeoffRequest) -> None:
         console.print(describe(ApplyResult.model_validate_json(applied.read_text())))
 
 
-def run(request: BakeoffRequest, as_json: bool = False, debug: bool = False) -> int:
+def run(
+    request: BakeoffRequest,
+    as_json: bool = False,
+    debug: bool = False,
+    retime_baseline: bool = False,
+) -> int:
+    """`retime_baseline`: when the frozen baseline is noisy (`tasks.ranking.noisy_baseline`),
+    freeze it again once before any candidate races against it."""
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("DO_NOT_TRACK", "1")  # else Prefect prints its usage notice mid-display
     if not debug:  # the display and the UI carry what Prefect would print on the console
@@ -222,11 +227,40 @@ def run(request: BakeoffRequest, as_json: bool = False, debug: bool = False) -> 
     if unsafe:
         console.print(f"[bold red]{unsafe}[/]")
     with run_lock(run_dir):  # a second bake-off here stops before it writes anything
-        return _run_locked(req, run_dir, specless, as_json, console)
+        return _run_locked(req, run_dir, specless, as_json, console, retime_baseline)
+
+
+def _unfreeze(task: Path) -> None:
+    """Remove a frozen task directory (read-only by design) so that it can be frozen again."""
+    for d in [task, *(p for p in task.rglob("*") if p.is_dir())]:
+        d.chmod(0o700)
+    shutil.rmtree(task)
+
+
+def _noisy_at_freeze(req: BakeoffRequest, task: Path, retime: bool, console: Console) -> None:
+    """Say a noisy frozen baseline at once; with `retime`, freeze it again first (once)."""
+    from tasks.ranking import noisy_baseline
+
+    noisy = noisy_baseline(task)
+    if noisy and retime:
+        console.print(f"{noisy}; re-timing it once (--retime-baseline)", soft_wrap=True)
+        _unfreeze(task)
+        freeze_isolated(Path(req.kernel_path), task, req.pool)
+        noisy = noisy_baseline(task)
+        if not noisy:
+            console.print("re-timed: the frozen baseline's spread is within bounds now")
+    if noisy:
+        hint = "" if retime else "; or run again with --retime-baseline to re-time it"
+        console.print(f"warning: {noisy}{hint}", soft_wrap=True)
 
 
 def _run_locked(
-    req: BakeoffRequest, run_dir: Path, specless: bool, as_json: bool, console: Console
+    req: BakeoffRequest,
+    run_dir: Path,
+    specless: bool,
+    as_json: bool,
+    console: Console,
+    retime: bool = False,
 ) -> int:
     freezing = Progress(
         SpinnerColumn(),
@@ -250,6 +284,7 @@ def _run_locked(
         freezing.add_task(doing, total=None)
         if not specless:
             freeze_isolated(Path(req.kernel_path), run_dir / "task", req.pool)
+            _noisy_at_freeze(req, run_dir / "task", retime, console)
     marks["frozen"] = time.time()
     server_started()
     marks["server"] = time.time()
@@ -269,7 +304,7 @@ def _run_locked(
             "lanes that finished are reused"
         )
     columns = (
-        SpinnerColumn(),
+        LaneSpinner(),
         TextColumn("{task.description:<22}"),
         BarColumn(bar_width=20),
         MofNCompleteColumn(),
@@ -296,9 +331,12 @@ def _run_locked(
         print(json.dumps(result_json(report), indent=1))
         return status
     console.print(ranking_table(report))
+    for line in lane_lines(report):
+        console.print(line, soft_wrap=True)
+    if report.measurement.get("baseline_noisy"):
+        console.print(f"warning: {report.measurement['baseline_noisy']}", soft_wrap=True)
     if report.winner:
-        w = report.winner
-        console.print(f"winner: {w.name} ({w.language}, {w.mode}) {w.speedup:.3f}x  {w.path}")
+        console.print(winner_line(report), soft_wrap=True)
     elif status:
         console.print(phases.winner_line(report), soft_wrap=True)
     else:

@@ -40,10 +40,12 @@ def table_rows(report: Report) -> list[dict]:
     for r in report.rows:
         row = {"rank": r.rank, "candidate": r.name, "language": r.language, "mode": r.mode}
         row["from"] = r.origin()
-        for name in report.baseline_ms:
+        for name in report.baseline_ms:  # the speedup, then the median it comes from
             row[name] = None if r.speedups.get(name) is None else round(r.speedups[name], 4)
+            ms = r.median_ms.get(name)
+            row[f"{name} ms"] = None if ms is None else float(f"{ms:.4g}")
         row["overall"] = None if r.speedup is None else round(r.speedup, 4)
-        row.update(status=r.status, files=r.path)
+        row.update(status=r.status, why="" if r.status == "winner" else r.detail, files=r.path)
         rows.append(row)
     return rows
 

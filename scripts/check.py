@@ -286,8 +286,9 @@ def _kill_candidate_group(workdir: Path) -> None:
 
 
 def _judge_deadline(request: protocol.JudgeRequest) -> float:
-    """The candidate's deadline plus room for the judge's own work (reference, comparisons)."""
-    return 2 * request.timeout_s + 120
+    """Room for the baseline's run beside the candidate (twice when it drifted), the candidate's
+    deadline, and the judge's own work (reference, comparisons)."""
+    return 3 * request.timeout_s + 120
 
 
 def _read_verdict(request, verdict_path: Path, finished, log_path: Path):

@@ -151,6 +151,13 @@ def _chain(exc: BaseException) -> list[BaseException]:
     return seen
 
 
+def _says_it_all(exc: BaseException) -> bool:
+    """A BadInput with nothing behind it (raised `from None`, no cause) is its own one-line
+    reason: a traceback of the harness's frames would bury it."""
+    alone = exc.__cause__ is None and (exc.__context__ is None or exc.__suppress_context__)
+    return type(exc).__name__ == "BadInput" and alone
+
+
 def classify(exc: BaseException, loading: bool):
     """COMPILE_ERROR for what failed to build or import, RUNTIME_ERROR for what failed to run."""
     chain = _chain(exc)
@@ -429,7 +436,8 @@ def main(argv: list[str]) -> int:
         else:
             fn = fmt.load_callable(spec, src, spec.entry, device, candidate=Path(request.candidate))
     except (Exception, SystemExit) as exc:
-        traceback.print_exc()
+        if not _says_it_all(exc):
+            traceback.print_exc()
         status, reason = classify(exc, loading=True)
         results.write(protocol.FATAL, protocol.ChildError(status=status, reason=reason))
         audit.close()

@@ -61,11 +61,12 @@ class WorkloadVerdict(BaseModel):
     max_rel_error: float | None = None
     tolerance: float | None = None
     timing: Timing | None = None
-    baseline_ms: float | None = None  # the denominator of `speedup`
+    # The denominator of `speedup`: the frozen baseline's median, the same for every candidate.
+    baseline_ms: float | None = None
     speedup: float | None = None
     # The frozen baseline timed again in this check, in its own process just before the
-    # candidate, under the same conditions; `baseline_ms` is then its median. The figure
-    # taken at freeze stays beside it, and a drift beyond both spreads is named in `drift`.
+    # candidate (re-timed once when it drifted): a drift detector, never a denominator. A move
+    # from the frozen figure beyond both spreads is named in `drift`, and the ranking flags it.
     baseline_timing: Timing | None = None
     frozen_baseline_ms: float | None = None
     drift: str | None = None

@@ -92,13 +92,14 @@ def verify_workload(
     problem = timing.timing_problem(measured, floor)
     if problem:
         return verdict(Status.FLAGGED, problem, timing=measured, **checked)
+    # The frozen figure is the one denominator: every candidate of a run is divided by the same
+    # number. The baseline's run beside the candidate only tells whether the machine drifted.
     frozen = judge.baseline.get(wl.name, {})
     base, fields = frozen.get("median_ms"), {"frozen_baseline_ms": frozen.get("median_ms")}
     if isinstance(beside, str):
         return verdict(Status.HARNESS_ERROR, beside, timing=measured, **checked, **fields)
     if beside is not None:
         now = with_diagnostics(timing.summarize(beside.samples_ms, clock, None), beside, count)
-        base = now.median_ms
         fields.update(baseline_timing=now, drift=drift(now, frozen))
     speedup = base / measured.median_ms if base else None
     return verdict(
@@ -122,6 +123,12 @@ def with_diagnostics(t: Timing, record: protocol.ChildWorkload, count: int) -> T
     )
 
 
+def drifted(samples_ms: list[float], frozen: dict) -> bool:
+    """Whether a run of the baseline (its samples) moved from its frozen figure beyond both
+    spreads: the judge re-times the baseline once when it did, before the candidate runs."""
+    return bool(samples_ms) and drift(timing.summarize(samples_ms, "", None), frozen) is not None
+
+
 def drift(now: Timing, frozen: dict) -> str | None:
     """Named when the baseline now and at freeze differ by more than both their spreads."""
     was = frozen.get("median_ms")
@@ -131,6 +138,6 @@ def drift(now: Timing, frozen: dict) -> str | None:
     if gap <= now.spread_ms + (frozen.get("spread_ms") or 0.0):
         return None
     return (
-        f"the frozen baseline ran at {now.median_ms:.4g} ms beside the candidate, "
-        f"{now.median_ms / was:.3f}x its {was:.4g} ms at freeze (beyond both spreads)"
+        f"the machine drifted: the frozen baseline ran at {now.median_ms:.4g} ms beside the "
+        f"candidate, {now.median_ms / was:.3f}x its {was:.4g} ms at freeze (beyond both spreads)"
     )

@@ -1,10 +1,18 @@
 """Ranking every candidate of a run on the one frozen baseline, and the rule for a winner.
 
+Every speedup here is the frozen baseline's median (baseline.json, taken at freeze) over the
+candidate's median, workload by workload: one denominator for every row, so a faster median is
+a larger speedup. The baseline's run beside each candidate in its check only detects drift:
+when it moved from the frozen figure beyond both spreads (even after the judge re-timed it),
+the machine was not the one the baseline was frozen on, and the row is `flagged` with that
+reason. Rows are ordered by what can be trusted, then by speed: figures that stand (winner,
+eligible, passed, within-spread, slower) first, then flagged and lane-failed rows, then the
+input re-measured as a candidate (`baseline`), then failures; fastest first within each.
+
 A candidate may win only if it passed every workload, its lane (or Discover) completed, the
 reviewer accepted it, and its overall speedup beats the baseline by more than the measured
 spread: speedup > 1 + margin, where margin is the mean over workloads of the candidate's
-relative interquartile range plus the frozen baseline's (its run beside the candidate in the
-same check, when the check timed one; else its figure from freeze). When the accepted candidate does not
+relative interquartile range plus the frozen baseline's. When the accepted candidate does not
 beat the spread, the next fastest of its lane whose timings hold up and that does beat it is
 eligible instead. No candidate may win by default:
 with no eligible candidate the original kernel is kept.
@@ -20,11 +28,12 @@ from __future__ import annotations
 import json
 import statistics
 from pathlib import Path
+from typing import NamedTuple
 
-from scripts.verdict import Status
+from scripts.verdict import Status, geomean
 from tasks.models import CandidateResult
 from tasks.results import CandidateRow, DiscoverOutcome, LaneResult, Review
-from tasks.roles_default import timing_doubts
+from tasks.roles_default import max_relative_spread, timing_doubts
 
 
 def baseline_stats(task_dir: Path) -> tuple[dict[str, float], dict[str, float]]:
@@ -43,6 +52,25 @@ def baseline_stats(task_dir: Path) -> tuple[dict[str, float], dict[str, float]]:
         else:
             spreads[name] = 0.0
     return medians, spreads
+
+
+def noisy_baseline(task_dir: Path) -> str | None:
+    """One line when the frozen baseline's spread (interquartile range over median) is above
+    what the reviewer accepts of a candidate's: every speedup divides by that figure, so the
+    race would be run against noise. None when it is quiet enough (or there is no baseline)."""
+    try:
+        _, spreads = baseline_stats(task_dir)
+    except (OSError, ValueError, KeyError):
+        return None
+    limit = max_relative_spread()
+    worst = max(((rel, name) for name, rel in spreads.items()), default=(0.0, ""))
+    if worst[0] <= limit:
+        return None
+    return (
+        f"the machine was busy: the frozen baseline's spread is {worst[0]:.0%} of its median "
+        f"(workload {worst[1]}; a candidate's may be {limit:.0%} at most), and every speedup "
+        "divides by it: re-freeze on a quiet machine"
+    )
 
 
 def interpreted(language: str, device: str) -> bool:
@@ -76,22 +104,51 @@ def measurement(task_dir: Path) -> dict:
         "clock": ", ".join(clocks),
         "interpreted": baseline_interpreted(task_dir),
         "baseline_spread": spreads,
+        "baseline_noisy": noisy_baseline(task_dir),
     }
 
 
 def margin(result: CandidateResult, base_spread: dict[str, float]) -> float | None:
+    """The candidate's relative spread plus the frozen baseline's (the denominator's), mean
+    over the timed workloads."""
     parts = []
     for w in result.verdict.workloads:
         if w.checked_only:
             continue  # a size checked for correctness, never timed
         if w.timing is None or w.timing.median_ms <= 0:
             return None
-        base = w.baseline_timing  # timed beside the candidate: its own spread, else freeze's
-        spread = base.spread_ms / base.median_ms if base and base.median_ms > 0 else None
-        if spread is None:
-            spread = base_spread.get(w.workload, 0.0)
-        parts.append(w.timing.spread_ms / w.timing.median_ms + spread)
+        parts.append(w.timing.spread_ms / w.timing.median_ms + base_spread.get(w.workload, 0.0))
     return statistics.fmean(parts) if parts else None
+
+
+class Figures(NamedTuple):
+    """A candidate's times on the one denominator, per timed workload."""
+
+    median_ms: dict[str, float | None]
+    speedups: dict[str, float | None]
+    speedup: float | None  # geometric mean; PASSED verdicts only
+    beside_ms: dict[str, float | None]  # the baseline timed beside it: the drift detector
+    drift: list[str]  # each workload whose beside run moved beyond both spreads, and how
+
+
+def figures(result: CandidateResult, frozen: dict[str, float]) -> Figures:
+    """Speedups recomputed here from the frozen medians, whatever denominator the verdict used:
+    rows are never compared through different denominators."""
+    median, speedups, beside, drift = {}, {}, {}, []
+    for w in result.verdict.workloads:
+        if w.checked_only:
+            continue
+        timed = w.status is Status.PASSED and w.timing is not None and w.timing.median_ms > 0
+        ms = w.timing.median_ms if timed else None
+        base = frozen.get(w.workload)
+        median[w.workload] = ms
+        speedups[w.workload] = base / ms if ms and base else None
+        beside[w.workload] = w.baseline_timing.median_ms if w.baseline_timing else None
+        if w.drift and w.status is Status.PASSED:
+            drift.append(f"workload {w.workload}: {w.drift}")
+    values = list(speedups.values())
+    ok = result.verdict.status is Status.PASSED and values and all(values)
+    return Figures(median, speedups, geomean(values) if ok else None, beside, drift)
 
 
 def _status(
@@ -100,8 +157,10 @@ def _status(
     failed_reason: str | None,
     m: float | None,
     base_interpreted: bool = False,
+    fig: Figures | None = None,
 ) -> tuple[str, str]:
     v = result.verdict
+    speedup, drift = (fig.speedup, fig.drift) if fig else (v.speedup, [])
     if v.status is not Status.PASSED:
         return v.status.value, v.reason or ""
     if failed_reason is not None:
@@ -114,25 +173,29 @@ def _status(
             f"{which} ran under Triton's CPU interpreter and the other natively: the ratio "
             "measures the interpreter, not the kernels"
         )
+    if drift:  # its figure was taken on a machine that had moved: not a number to rank on
+        return "flagged", "; ".join(drift) + "; check it again on a quiet machine"
     if review is not None and result.candidate.name in review.flagged:
         return "flagged", "; ".join(review.flagged[result.candidate.name])
     if review is None or review.candidate != result.candidate.name:
         return "passed", "not the best of its lane, so not reviewed"
     if review.decision != "accepted":
         return "flagged", "; ".join(review.reasons)
-    if v.speedup is not None and v.speedup < 1:
-        return "slower", f"{v.speedup:.3f}x: slower than the baseline"
-    if m is None or v.speedup is None or v.speedup <= 1 + m:
+    if speedup is not None and speedup < 1:
+        return "slower", f"{speedup:.3f}x: slower than the baseline"
+    if m is None or speedup is None or speedup <= 1 + m:
         need = f"more than {1 + m:.3f}x" if m is not None else "a measured spread"
         return "within-spread", (
-            f"faster ({v.speedup or 0:.3f}x) but within the spread: a win needs {need}"
+            f"faster ({speedup or 0:.3f}x) but within the spread: a win needs {need}"
         )
     return "eligible", "; ".join(review.reasons)
 
 
-def _row(result, source, review, failed_reason, base_spread, base_interp=False) -> CandidateRow:
-    m = margin(result, base_spread)
-    status, detail = _status(result, review, failed_reason, m, base_interp)
+def _row(result, source, review, failed_reason, base, base_interp=False) -> CandidateRow:
+    """`base`: the frozen baseline's (medians, relative spreads) per workload."""
+    m = margin(result, base[1])
+    fig = figures(result, base[0])
+    status, detail = _status(result, review, failed_reason, m, base_interp, fig)
     return CandidateRow(
         rank=0,
         name=result.candidate.name,
@@ -141,8 +204,10 @@ def _row(result, source, review, failed_reason, base_spread, base_interp=False) 
         source=source,
         status=status,
         detail=detail,
-        speedup=result.verdict.speedup,
-        speedups={w.workload: w.speedup for w in result.verdict.workloads if not w.checked_only},
+        speedup=fig.speedup,
+        speedups=fig.speedups,
+        median_ms=fig.median_ms,
+        baseline_beside_ms=fig.beside_ms,
         margin=m,
         spread=_spread(result),
         comparable=status != "not-comparable",
@@ -167,12 +232,16 @@ def _promote(group: list[tuple[CandidateResult, CandidateRow]], review: Review |
     if not accepted or any(row.status == "eligible" for _, row in group):
         return
     waiting = [(r, row) for r, row in group if row.status == "passed"]
+    reviewed = next((row for _, row in group if row.name == review.candidate), None)
+    why = "did not beat the spread"
+    if reviewed is not None and reviewed.status == "flagged":
+        why = "was flagged"
     for result, row in sorted(waiting, key=lambda pair: -(pair[1].speedup or 0.0)):
         beats = row.margin is not None and (row.speedup or 0.0) > 1 + row.margin
         if beats and not timing_doubts(result):
             row.status = "eligible"
             row.detail = (
-                f"{review.candidate}, the reviewed one, did not beat the spread; this one does "
+                f"{review.candidate}, the reviewed one, {why}; this one beats the spread "
                 f"({row.speedup:.3f}x > {1 + row.margin:.3f}x) and its timings hold up"
             )
             break
@@ -208,28 +277,25 @@ def rank(
     lanes: list[LaneResult], discovered: DiscoverOutcome | None, task_dir: Path
 ) -> tuple[list[CandidateRow], CandidateRow | None]:
     """Every candidate in one table, fastest first, and the winner or None."""
-    _, base_spread = baseline_stats(task_dir)
+    base = baseline_stats(task_dir)
     interp = baseline_interpreted(task_dir)
     groups = []
     for lane in lanes:
         failed = (lane.reason or "lane failed") if lane.status == "failed" else None
-        group = [
-            (r, _row(r, lane.key, lane.review, failed, base_spread, interp))
-            for r in lane.candidates
-        ]
+        group = [(r, _row(r, lane.key, lane.review, failed, base, interp)) for r in lane.candidates]
         _promote(group, lane.review)
         groups += group
     if discovered is not None:
         plan = discovered.plan
         found = plan.measured + ([plan.env_candidate] if plan.env_candidate else [])
-        group = [
-            (r, _row(r, "discover", discovered.review, None, base_spread, interp)) for r in found
-        ]
+        group = [(r, _row(r, "discover", discovered.review, None, base, interp)) for r in found]
         _promote(group, discovered.review)
         groups += group
     rows = _one_row_per_check(groups)
-    # Comparable figures first, fastest first; a ratio that measures the interpreter goes last.
-    rows.sort(key=lambda r: (not r.comparable, r.speedup is None, -(r.speedup or 0.0)))
+    # Comparable figures first; within them, figures that stand before flagged ones before
+    # failures, and the fastest first (one denominator: a faster median is a larger speedup).
+    # A ratio that measures the interpreter goes last.
+    rows.sort(key=lambda r: (not r.comparable, tier(r), r.speedup is None, -(r.speedup or 0.0)))
     for i, row in enumerate(rows, 1):
         row.rank = i
     winner = next((r for r in rows if r.status == "eligible"), None)
@@ -238,9 +304,22 @@ def rank(
     return rows, winner
 
 
+# Contenders whose figures stand, then rows someone doubted (each group by speed), then the
+# input re-measured as a candidate (a reference row, never a contender), then failures.
+STANDS = ("winner", "eligible", "passed", "within-spread", "slower")
+DOUBTED = ("flagged", "lane-failed")
+
+
+def tier(row: CandidateRow) -> int:
+    if row.status in STANDS:
+        return 0
+    if row.status in DOUBTED:
+        return 1
+    return 2 if row.status == "baseline" else 3
+
+
 def best_measured(rows: list[CandidateRow]) -> CandidateRow | None:
     """The fastest comparable candidate that passed, the baseline's re-measurement left out."""
-    ok = ("winner", "eligible", "passed", "within-spread", "slower", "flagged", "lane-failed")
-    return next(
-        (r for r in rows if r.status in ok and r.speedup is not None and r.comparable), None
-    )
+    ok = [r for r in rows if r.status in STANDS + DOUBTED]
+    ok = [r for r in ok if r.speedup is not None and r.comparable]
+    return max(ok, key=lambda r: r.speedup, default=None)

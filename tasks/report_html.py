@@ -125,6 +125,9 @@ def _speedup_figure(title, names, speedups, errors, bars, statuses) -> dict:
 
 
 def speedup_figures(report: Report, results: dict, base_spread: dict[str, float]) -> dict:
+    """The overall chart from the rows (speedup, margin); each workload's from the same rows and
+    the same spreads (the candidate's own plus the frozen baseline's): with one workload the
+    two charts hold the same numbers."""
     timed = [r for r in report.rows if r.speedup is not None]
     figures = {
         "speedup-overall": _speedup_figure(
@@ -138,7 +141,7 @@ def speedup_figures(report: Report, results: dict, base_spread: dict[str, float]
     }
     for name in report.baseline_ms:
         rows, ys, errs, bars = [], [], [], []
-        for r in report.rows:
+        for r in timed:
             s = r.speedups.get(name)
             rel = _rel(results.get((r.source, r.name)), name)
             if s is None or rel is None:
@@ -160,26 +163,27 @@ def speedup_figures(report: Report, results: dict, base_spread: dict[str, float]
 
 
 def roofline_figure(report: Report, results: dict, floor_rows: list[WorkloadFloor]) -> dict:
-    xs, ys, texts, colors = [], [], [], []
+    """One trace per candidate, in its status's colour (so the legend's colour is its dots'),
+    set side by side within each workload (`scattermode: group`): equal times never hide."""
+    data = []
     for r in report.rows:
         result = results.get((r.source, r.name))
-        for w in result.verdict.workloads if result else []:
-            if w.timing is not None:
-                xs.append(w.workload)
-                ys.append(w.timing.median_ms)
-                texts.append(f"{label(r)} ({r.status})")
-                colors.append(COLORS.get(r.status, "#cccccc"))
-    data = [
-        {
-            "type": "scatter",
-            "mode": "markers",
-            "name": "candidates (median ms)",
-            "x": xs,
-            "y": ys,
-            "text": texts,
-            "marker": {"color": colors, "size": 9, "opacity": 0.8},
-            "hovertemplate": "%{text}<br>%{y:.4g} ms<extra></extra>",
-        },
+        timed = [w for w in (result.verdict.workloads if result else []) if w.timing is not None]
+        if not timed:
+            continue
+        color = COLORS.get(r.status, "#cccccc")
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": f"{label(r)} ({r.status})",
+                "x": [w.workload for w in timed],
+                "y": [w.timing.median_ms for w in timed],
+                "marker": {"color": color, "size": 9, "line": {"width": 1, "color": "#222222"}},
+                "hovertemplate": "%{fullData.name}<br>%{y:.4g} ms<extra></extra>",
+            }
+        )
+    data.append(
         {
             "type": "scatter",
             "mode": "markers",
@@ -187,8 +191,8 @@ def roofline_figure(report: Report, results: dict, floor_rows: list[WorkloadFloo
             "x": list(report.baseline_ms),
             "y": list(report.baseline_ms.values()),
             "marker": {"symbol": "diamond", "size": 12, "color": COLORS["baseline"]},
-        },
-    ]
+        }
+    )
     for key, what, color in (
         ("memory_floor_ms", "memory floor (bytes / bandwidth)", "#2166ac"),
         ("compute_floor_ms", "compute floor (flops / peak)", "#b2182b"),
@@ -207,9 +211,11 @@ def roofline_figure(report: Report, results: dict, floor_rows: list[WorkloadFloo
             )
     layout = {
         "title": {"text": "Time against the op's floors on this device (log scale)"},
-        "yaxis": {"type": "log", "title": {"text": "median ms"}},
+        # without a tickformat a log axis labels 0.02 ms as "2": the decimals are kept
+        "yaxis": {"type": "log", "title": {"text": "median ms"}, "tickformat": ".4~g"},
         "xaxis": {"title": {"text": "workload"}},
-        "legend": {"orientation": "h", "y": 1.12},
+        "scattermode": "group",
+        "legend": {"orientation": "h", "y": -0.2},
     }
     return {"data": data, "layout": layout}
 

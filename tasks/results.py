@@ -133,8 +133,12 @@ class CandidateRow(BaseModel):
     # lane-failed | <verdict status>
     status: str
     detail: str = ""
+    # Over the frozen baseline, the one denominator: baseline_ms[w] / median_ms[w] is speedups[w]
     speedup: float | None = None
     speedups: dict[str, float | None] = Field(default_factory=dict)
+    median_ms: dict[str, float | None] = Field(default_factory=dict)  # the candidate's own
+    # The frozen baseline timed beside it in its check: detects drift, never divides
+    baseline_beside_ms: dict[str, float | None] = Field(default_factory=dict)
     margin: float | None = None  # relative spread the speedup had to beat (bar: 1 + margin)
     spread: float | None = None  # the candidate's own relative spread, mean over workloads
     comparable: bool = True  # False: interpreted against native, the speedup means nothing
@@ -173,6 +177,10 @@ class Report(BaseModel):
     def noted_claims(self) -> list[tuple[str, ClaimNote]]:
         """(lane key, claim) for every model claim that was ignored or corrected."""
         return [(lane.key, c) for lane in self.lanes for c in lane.claims]
+
+    def timed_beside(self) -> list[CandidateRow]:
+        """The rows whose check timed the frozen baseline beside the candidate (drift detector)."""
+        return [r for r in self.rows if any(v is not None for v in r.baseline_beside_ms.values())]
 
     def why_nothing_was_judged(self) -> str:
         """With no judged candidate, "no winner" would claim a contest that never took place:

@@ -87,6 +87,8 @@ def timing_doubts(result: CandidateResult) -> list[str]:
         t = w.timing
         if t is None:
             continue
+        if w.drift:  # the baseline beside it moved from its frozen figure: a moved machine
+            reasons.append(f"workload {w.workload}: {w.drift}")
         rel = t.spread_ms / t.median_ms if t.median_ms > 0 else float("inf")
         limit = max_relative_spread()
         if rel > limit:

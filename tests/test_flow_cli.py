@@ -108,6 +108,20 @@ def test_full_run_reports_skips_modelless_lanes_and_second_run_reuses(tmp_path, 
     assert "torch (optimize)" in out and out.count(" reused ") == len(result["lanes"])
     assert "speedup over the frozen baseline" in out  # the ranking table
     assert ("\nwinner:" in out) != ("original kernel is kept" in out)
+    if "\nwinner:" in out:
+        assert "\nwinner's files: " in out  # the path line says what it is
+    # one denominator: each candidate's median per workload divides the frozen figure into its
+    # speedup, in --json and beside it in the table, and every row but the winner says why
+    for c in result["candidates"]:
+        for name, x in c["speedups"].items():
+            if x is not None:
+                assert x * c["median_ms"][name] == pytest.approx(result["baseline_ms"][name])
+                assert f"{x:.3f}x" in out and f"{c['median_ms'][name]:.4g} ms" in out
+        if c["status"] != "winner":
+            assert c["detail"] and c["detail"].split()[0] in out, c
+    for lane in result["lanes"]:
+        if lane["status"] == "skipped":
+            assert f"lane {lane['key']} ({lane['language']} {lane['mode']}): skipped: " in out
     assert [f.stat().st_mtime_ns for f in result_files] == stamps
     again = json.loads((Path(result["run_dir"]) / "report.json").read_text())
     assert [r["speedup"] for r in again["rows"]] == [c["speedup"] for c in result["candidates"]]

@@ -127,3 +127,47 @@ def test_freeze_and_verify(tmp_path):
     assert baseline["workloads"]["default"]["status"] == "PASSED"
     again = freeze(KB / "conv2d_relu_bias.py", tmp_path / "conv")
     assert again == task  # the same input frozen again is recognised, not refused
+
+
+MISMATCHED = """import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        self.linear = nn.Linear(features, features)
+
+    def forward(self, x):
+        return self.linear(x)
+"""
+
+
+def test_a_constructor_that_does_not_match_is_named_in_one_line(tmp_path):
+    spec, src = load_spec(KB / "matmul_gelu.py")
+    wrong = tmp_path / "cand.py"
+    wrong.write_text(MISMATCHED)
+    with pytest.raises(BadInput) as caught:
+        module_for(spec.format).load_callable(spec, src, spec.entry, "cpu", candidate=wrong)
+    said = str(caught.value)
+    assert "ModelNew(features) does not match the problem's constructor arguments" in said
+    assert "get_init_inputs() gives (" in said and "\n" not in said
+
+
+def test_a_check_of_a_mismatched_constructor_says_one_line_and_no_traceback(tmp_path):
+    from functools import partial
+
+    from scripts.check import check
+    from scripts.freeze import measure_baseline
+    from scripts.verdict import Status
+
+    small = {"samples": 5, "warmup": 1, "trials": 1}
+    task = freeze(
+        KB / "matmul_gelu.py", tmp_path / "mm", measure=partial(measure_baseline, **small),
+        other_sizes=False,
+    )  # fmt: skip
+    wrong = tmp_path / "cand.py"
+    wrong.write_text(MISMATCHED)
+    verdict = check(task, wrong, **small)
+    assert verdict.status is Status.COMPILE_ERROR
+    assert "ModelNew(features) does not match" in verdict.reason and "\n" not in verdict.reason
+    assert "Traceback" not in verdict.output_tail, verdict.output_tail

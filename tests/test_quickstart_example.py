@@ -13,7 +13,7 @@ from scripts.freeze import freeze
 from tasks.backends import torch_compile
 from tasks.backends.base import BuildContext
 from tasks.models import CandidateResult
-from tasks.ranking import margin
+from tasks.ranking import baseline_stats, margin
 from tasks.roles_default import review_candidates
 
 from .conftest import EXAMPLES, ROOT
@@ -42,8 +42,8 @@ def test_the_compiled_chain_wins_beyond_its_bar(tmp_path):
     verdict = check(task, ref.path, workdir=tmp_path / "check", cache_dir=tmp_path / "cache")
     assert verdict.status.value == "PASSED", verdict
     result = CandidateResult(candidate=ref, verdict=verdict)
-    need = margin(result, {})
-    assert need is not None  # timed beside the frozen baseline: both spreads are in it
+    need = margin(result, baseline_stats(task)[1])
+    assert need is not None  # the candidate's spread plus the frozen baseline's (the denominator)
     review = review_candidates([result])
     # A speedup within the spread, or timings the reviewer doubts, is no winner.
     assert review.decision == "accepted", review

@@ -15,6 +15,7 @@ size, or drawn again and concatenated for a larger one: rows drawn as the proble
 
 from __future__ import annotations
 
+import inspect
 import shutil
 from pathlib import Path
 
@@ -269,6 +270,31 @@ class ModuleCall:
             return self.module(*inputs)
 
 
+def constructor_mismatch(cls, init: list) -> str | None:
+    """One line naming why `cls(*init)` cannot bind (the problem's `get_init_inputs()` against
+    the candidate's constructor), or None when it can or its signature cannot be read."""
+    try:
+        signature = inspect.signature(cls)
+    except (TypeError, ValueError):
+        return None
+    try:
+        signature.bind(*init)
+    except TypeError as exc:
+        given = ", ".join(_short_repr(v) for v in init) or "nothing"
+        return (
+            f"{cls.__name__}{signature} does not match the problem's constructor arguments: "
+            f"get_init_inputs() gives ({given}): {exc}"
+        )
+    return None
+
+
+def _short_repr(value) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"tensor{tuple(value.shape)}"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def load_callable(
     spec: OpSpec, src_dir: Path, entry: str, device: str, candidate: Path | None = None
 ):
@@ -286,6 +312,9 @@ def load_callable(
         cls = getattr(module, CANDIDATE_CLASS, None)
         if cls is None:
             raise BadInput(where, f"a KernelBench candidate defines {CANDIDATE_CLASS!r}")
+        mismatch = constructor_mismatch(cls, init)
+        if mismatch:
+            raise BadInput(where, mismatch)
     try:
         torch.manual_seed(INIT_SEED)
         model = cls(*init)

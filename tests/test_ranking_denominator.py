@@ -1,0 +1,142 @@
+"""One denominator: every speedup in the ranking is the frozen baseline's median over the
+candidate's, whatever baseline the candidate's own check timed beside it. The verdicts here are
+written by the test (no clock is read), modelled on a run where in-check baselines ran from 5.46
+to 16.47 ms against a frozen 5.712 ms and the fastest median ranked last."""
+
+import itertools
+import json
+
+import pytest
+
+from scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
+from scripts.verify import drift, drifted
+from tasks.models import CandidateRef, CandidateResult
+from tasks.ranking import rank
+from tasks.results import LaneResult, Review
+
+FROZEN_MS = 5.712
+FROZEN_SAMPLES = [5.70, 5.71, 5.712, 5.72, 5.73]
+
+
+@pytest.fixture
+def task(tmp_path):
+    """The two files the ranking reads of a frozen task: the spec's workloads and baseline.json."""
+    spec = {"language": "torch", "workloads": [{"name": "w", "timed": True}]}
+    base = {"device": "cpu", "workloads": {"w": {"median_ms": FROZEN_MS, "spread_ms": 0.02,
+                                                 "samples_ms": FROZEN_SAMPLES}}}  # fmt: skip
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    (tmp_path / "baseline.json").write_text(json.dumps(base))
+    return tmp_path
+
+
+def timing(ms: float, rel: float = 0.005) -> Timing:
+    samples = [ms * (1 - rel), ms, ms * (1 + rel)]
+    return Timing(clock="cuda_event", sample_count=30, median_ms=ms, min_ms=min(samples),
+                  max_ms=max(samples), spread_ms=rel * ms, samples_ms=samples)  # fmt: skip
+
+
+def result(name: str, median: float, beside: float, drifted_by: str | None = None):
+    """A passed candidate whose check timed the baseline at `beside` ms, and whose verdict
+    divided by that (as the judge once did): the ranking must not take that figure."""
+    w = WorkloadVerdict(
+        workload="w",
+        status=Status.PASSED,
+        timing=timing(median),
+        baseline_ms=beside,
+        speedup=beside / median,
+        baseline_timing=timing(beside),
+        frozen_baseline_ms=FROZEN_MS,
+        drift=drifted_by,
+    )
+    v = Verdict(candidate=name, oracle_sha256="o", device="NVIDIA H200 (sm_90)",
+                status=Status.PASSED, workloads=[w], speedup=beside / median)  # fmt: skip
+    ref = CandidateRef(name=name, language="torch", mode="optimize", path=f"/c/{name}")
+    return CandidateResult(candidate=ref, verdict=v)
+
+
+def lane(results, review=None):
+    return LaneResult(key="torch", language="torch", mode="optimize", status="completed",
+                      cache_key="k", candidates=results, review=review)  # fmt: skip
+
+
+# (name, median ms, the baseline timed beside it in its check)
+MEASURED = [("max-autotune-cd", 3.261, 5.46), ("default", 3.30, 7.9), ("cudagraphs", 3.317, 16.47)]
+
+
+def test_speedups_are_over_the_frozen_baseline_and_a_faster_median_ranks_higher(task):
+    rows, _ = rank([lane([result(*m) for m in reversed(MEASURED)])], None, task)
+    assert [r.name for r in rows] == ["max-autotune-cd", "default", "cudagraphs"]
+    for r, (_, median, _) in zip(rows, MEASURED, strict=True):
+        assert r.median_ms == {"w": median}
+        # anyone can divide the two figures of the row and get its speedup
+        assert r.speedups["w"] == pytest.approx(FROZEN_MS / median)
+        assert r.speedup == pytest.approx(FROZEN_MS / median)
+    assert rows[2].baseline_beside_ms == {"w": 16.47}  # kept beside, never divided by
+    assert max(r.speedup for r in rows) < 1.76  # not the 4.97x of 16.47 / 3.317
+
+
+@pytest.mark.parametrize("flagged", [(), ("a",), ("b", "c"), ("a", "c", "d")])
+def test_a_faster_median_never_ranks_below_a_slower_one_of_the_same_status(task, flagged):
+    medians = {"a": 2.0, "b": 2.5, "c": 3.0, "d": 4.0}
+    besides = {"a": 4.0, "b": 12.0, "c": 9.0, "d": 30.0}  # denominators that would reorder them
+    found = [result(n, medians[n], besides[n]) for n in medians]
+    review = Review(candidate=None, decision="nothing-to-review",
+                    flagged={n: [f"{n} doubted"] for n in flagged})  # fmt: skip
+    rows, _ = rank([lane(found, review)], None, task)
+    for x, y in itertools.combinations(rows, 2):  # x ranks above y
+        if x.status == y.status:
+            assert x.median_ms["w"] < y.median_ms["w"], [(r.name, r.status) for r in rows]
+    for r in rows:
+        if r.status == "flagged":
+            assert r.detail == f"{r.name} doubted"  # the reason is in the row
+    # figures that stand rank above doubted ones, each group fastest first
+    assert [r.status == "flagged" for r in rows] == sorted(r.status == "flagged" for r in rows)
+
+
+def test_a_drifted_baseline_beside_the_candidate_flags_it_and_inflates_nothing(task):
+    said = drift(timing(16.47, rel=0.05), {"median_ms": FROZEN_MS, "spread_ms": 0.02})
+    assert said and "drifted" in said and "16.47 ms" in said and "5.712 ms" in said
+    moved = result("cudagraphs", 3.317, 16.47, drifted_by=said)
+    steady = result("default", 3.30, 5.70)
+    review = Review(candidate="cudagraphs", decision="accepted", reasons=["ok"])
+    rows, winner = rank([lane([moved, steady], review)], None, task)
+    row = next(r for r in rows if r.name == "cudagraphs")
+    assert row.status == "flagged" and "drifted" in row.detail and "workload w" in row.detail
+    assert row.speedup == pytest.approx(FROZEN_MS / 3.317)  # 1.72x, not 16.47 / 3.317
+    # the accepted one was timed on a moved machine: the next of its lane whose figure stands
+    # and beats the spread wins in its place, and ranks first
+    assert winner is rows[0] and winner.name == "default"
+    assert "cudagraphs, the reviewed one, was flagged" in winner.detail
+    alone, _ = rank([lane([moved], review)], None, task)
+    assert alone[0].status == "flagged" and not any(r.status == "winner" for r in alone)
+
+
+def test_drift_needs_a_move_beyond_both_spreads():
+    frozen = {"median_ms": 1.0, "spread_ms": 0.1}
+    assert drift(timing(1.05, rel=0.02), frozen) is None  # within the frozen spread
+    assert drift(timing(1.5, rel=0.5), frozen) is None  # within its own wide spread
+    assert drift(timing(1.5, rel=0.02), frozen) is not None
+    assert drift(timing(0.5, rel=0.02), frozen) is not None  # faster counts too
+    assert drifted([1.49, 1.5, 1.51], frozen) and not drifted([0.99, 1.0, 1.01], frozen)
+    assert not drifted([], frozen) and not drifted([9.0], {})  # nothing to compare
+
+
+def test_a_noisy_frozen_baseline_is_said_in_one_line_and_in_the_report(task):
+    from tasks.ranking import measurement, noisy_baseline
+    from tasks.render import render
+    from tasks.results import Report
+
+    assert noisy_baseline(task) is None  # a spread well under 25%
+    base = json.loads((task / "baseline.json").read_text())
+    base["workloads"]["w"]["samples_ms"] = [1.0, 2.0, FROZEN_MS, 20.0, 30.0]
+    (task / "baseline.json").write_text(json.dumps(base))
+    (task / "fingerprint.json").write_text(json.dumps({"device": "cpu", "arch": "cpu"}))
+    line = noisy_baseline(task)
+    assert line.startswith("the machine was busy: the frozen baseline's spread is ")
+    assert "% of its median (workload w; a candidate's may be 25% at most)" in line
+    assert line.endswith("re-freeze on a quiet machine") and "\n" not in line
+    report = Report(kernel_path="k", kernel="k", mode="optimize", run_dir="r", task_dir=str(task),
+                    oracle_sha256="0" * 64, baseline_ms={"w": FROZEN_MS}, rows=[],
+                    measurement=measurement(task))  # fmt: skip
+    text = render("report.md.j2", report=report)
+    assert text.count(line) == 1 and f"- **Noisy baseline**: {line}" in text
