@@ -20,6 +20,11 @@ from tasks.run_store import LaneStore
 from tests.conftest import EXAMPLES
 
 
+@pytest.fixture(autouse=True)
+def _caches_as_a_run_keeps_them(own_compile_caches):
+    """These tests read the per-candidate caches, not the suite's shared one."""
+
+
 def compiled_graphs(cache: Path) -> set[str]:
     """The FX graph cache's entries: one per graph Inductor compiled into this cache."""
     root = cache / "inductor" / "fxgraph"
