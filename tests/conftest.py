@@ -131,3 +131,38 @@ def campaign_run(prefect_api, tmp_path_factory):
         else:
             os.environ["BAKEOFF_LOCK_DIR"] = old
     return root, final
+
+
+# Modules that read one costly session fixture run on one xdist worker, so it is made once.
+ONE_WORKER = {
+    "test_campaign.py": "campaign_run",
+    "test_report_html.py": "campaign_run",
+    "test_discover.py": "frozen_softmax",
+    "test_search_lane.py": "frozen_softmax",
+    "test_backend_torch_triton.py": "frozen_softmax",
+}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """A module's tests on one worker (test.sh's --dist loadscope), the modules of ONE_WORKER's
+    groups together, and in collection order: pytest_collection_modifyitems puts the slow first,
+    so the last module to finish is a short one, not test_service started by an idle worker."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModulesAndSharedFixtures(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return ONE_WORKER.get(Path(module).name, module)
+
+    config.option.loadscopereorder = False
+    return ModulesAndSharedFixtures(config, log)
+
+
+def pytest_collection_modifyitems(config, items):
+    """On xdist workers, modules with a test marked slow (servers, many subprocesses, whole
+    bake-offs) are handed out first; the order within a module is kept."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    slow = {item.module.__name__ for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.module.__name__ not in slow)
