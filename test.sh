@@ -5,4 +5,6 @@ cd "$(dirname "$0")"
 bash scripts/setup_env.sh
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
-exec .venv/bin/python -m pytest -q "$@"
+# One worker per core (pytest-xdist); a module's tests stay on one worker, so its fixtures (a
+# frozen example, a PostgreSQL server) are made once. `./test.sh -n 0` runs in this process.
+exec .venv/bin/python -m pytest -q -n auto --dist loadscope "$@"

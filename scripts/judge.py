@@ -33,6 +33,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 HARNESS_DIR = Path(__file__).resolve().parent
 TAIL_CHARS = 2000
 CHILD_PGID = "candidate.pgid"
+TEST_COMPILE_CACHE_VAR = "BAKEOFF_TEST_COMPILE_CACHE"  # tests only: see child_env
 _rng = random.SystemRandom()
 # Variables that torch, Triton, the device runtimes or the interpreter may read when imported.
 READ_AT_IMPORT = (
@@ -103,6 +104,14 @@ def child_env(
         PYTHONDONTWRITEBYTECODE="1",
         PYTHONUNBUFFERED="1",
     )
+    if shared := os.environ.get(TEST_COMPILE_CACHE_VAR):
+        # Set by the test suite alone (tests/conftest.py): Inductor's and Triton's caches (keyed
+        # by what they compile, written atomically) shared by all its checks, so a graph compiles
+        # once a session, not once a bake-off. A run keeps each candidate's caches its own.
+        env.update(
+            TRITON_CACHE_DIR=str(Path(shared) / "triton"),
+            TORCHINDUCTOR_CACHE_DIR=str(Path(shared) / "inductor"),
+        )
     env.update(candidate_env)
     return env
 

@@ -15,15 +15,34 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 # Prefect's embedded server gets 20 s to start by default; on a loaded two-core machine a
 # `bakeoff run` subprocess was seen to die waiting for it before the run began.
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+
+
+def _own_dir(var: str, prefix: str) -> None:
+    """A throwaway directory in `var` for this test process, unless the user set one. Each
+    pytest-xdist worker gets its own: workers inherit the controller's environment, and two
+    processes sharing one Prefect database or one set of device leases wait on each other."""
+    mark = f"_BAKEOFF_TEST_OWNS_{var}"
+    if var in os.environ and mark not in os.environ:
+        return  # the user's
+    if os.environ.get(mark) == str(os.getpid()):
+        return
+    os.environ[var] = tempfile.mkdtemp(prefix=prefix)
+    os.environ[mark] = str(os.getpid())
+    atexit.register(shutil.rmtree, os.environ[var], ignore_errors=True)
+
+
 # Prefect reads PREFECT_HOME when it is imported: a throwaway one for the session.
-if "PREFECT_HOME" not in os.environ:
-    os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="bakeoff-prefect-home-")
-    atexit.register(shutil.rmtree, os.environ["PREFECT_HOME"], ignore_errors=True)
+_own_dir("PREFECT_HOME", "bakeoff-prefect-home-")
 # Device leases of this session's lanes, apart from any other session's or user's on the host
 # (the default, /tmp/kernel-bakeoff-locks-UID, is shared: one checkout's tests waited on another's).
-if "BAKEOFF_LOCK_DIR" not in os.environ:
-    os.environ["BAKEOFF_LOCK_DIR"] = tempfile.mkdtemp(prefix="bakeoff-test-locks-")
-    atexit.register(shutil.rmtree, os.environ["BAKEOFF_LOCK_DIR"], ignore_errors=True)
+_own_dir("BAKEOFF_LOCK_DIR", "bakeoff-test-locks-")
+# One compile cache for every check of the session, its workers included (inherited from the
+# controller): the bake-offs compile the same torch.compile graphs of the same examples, cold
+# each time in a run's per-candidate caches (scripts/judge.py, child_env). Inductor and Triton
+# write their cache entries atomically, so processes may share it.
+if "BAKEOFF_TEST_COMPILE_CACHE" not in os.environ:
+    os.environ["BAKEOFF_TEST_COMPILE_CACHE"] = tempfile.mkdtemp(prefix="bakeoff-test-compile-")
+    atexit.register(shutil.rmtree, os.environ["BAKEOFF_TEST_COMPILE_CACHE"], ignore_errors=True)
 try:
     import torch
 
@@ -53,6 +72,21 @@ def frozen_rmsnorm(tmp_path_factory) -> Path:
     from scripts.freeze import freeze
 
     return freeze(EXAMPLES / "rmsnorm_torch", tmp_path_factory.mktemp("tasks") / "rmsnorm")
+
+
+@pytest.fixture(scope="session")
+def frozen_softmax(tmp_path_factory) -> Path:
+    """examples/softmax_triton frozen once a session (a worker's), for Discover, the search
+    lanes and the backends' tests; they read it and write their work elsewhere."""
+    from scripts.freeze import freeze
+
+    return freeze(EXAMPLES / "softmax_triton", tmp_path_factory.mktemp("tasks") / "softmax")
+
+
+@pytest.fixture
+def own_compile_caches(monkeypatch):
+    """The harness's per-candidate compile caches as a run has them, for tests of those caches."""
+    monkeypatch.delenv("BAKEOFF_TEST_COMPILE_CACHE", raising=False)
 
 
 @pytest.fixture(scope="session")
@@ -97,3 +131,38 @@ def campaign_run(prefect_api, tmp_path_factory):
         else:
             os.environ["BAKEOFF_LOCK_DIR"] = old
     return root, final
+
+
+# Modules that read one costly session fixture run on one xdist worker, so it is made once.
+ONE_WORKER = {
+    "test_campaign.py": "campaign_run",
+    "test_report_html.py": "campaign_run",
+    "test_discover.py": "frozen_softmax",
+    "test_search_lane.py": "frozen_softmax",
+    "test_backend_torch_triton.py": "frozen_softmax",
+}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """A module's tests on one worker (test.sh's --dist loadscope), the modules of ONE_WORKER's
+    groups together, and in collection order: pytest_collection_modifyitems puts the slow first,
+    so the last module to finish is a short one, not test_service started by an idle worker."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModulesAndSharedFixtures(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return ONE_WORKER.get(Path(module).name, module)
+
+    config.option.loadscopereorder = False
+    return ModulesAndSharedFixtures(config, log)
+
+
+def pytest_collection_modifyitems(config, items):
+    """On xdist workers, modules with a test marked slow (servers, many subprocesses, whole
+    bake-offs) are handed out first; the order within a module is kept."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    slow = {item.module.__name__ for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.module.__name__ not in slow)

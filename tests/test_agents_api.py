@@ -77,7 +77,8 @@ def test_an_answer_that_never_comes_is_timed_out(tmp_path):
     with held_key(), ScriptedAPI([hang(), hang()]) as api:
         with pytest.raises(RoleError, match=r"after 2 attempts: APITimeoutError"):
             talk(api, tmp_path, api_timeout_s=1, api_retries=1)
-    assert time.monotonic() - started < 15
+    # two 1 s attempts, not the hang: a bound far from both, so a busy machine cannot fail it
+    assert time.monotonic() - started < 60
 
 
 def test_a_malformed_answer_is_sent_back_once_with_its_error(tmp_path):
@@ -196,7 +197,7 @@ def test_tool_commands_never_see_the_key_and_are_killed_at_their_deadline(softma
         output_chars=200000,
     )
     search = "env; cat /proc/self/environ | tr '\\0' '\\n'; grep -l sk-ant- /proc/*/environ"
-    sleeper = "sleep 30 & sleep 30; echo never"
+    sleeper = "sleep 600 & sleep 600; echo never"
     steps = [
         reply(tool("run_command", command=search)),
         reply(tool("run_command", command=sleeper)),
@@ -213,5 +214,6 @@ def test_tool_commands_never_see_the_key_and_are_killed_at_their_deadline(softma
             if path.is_file() and ".git" not in path.parts:
                 assert key not in path.read_text(errors="replace")
     assert "killed after its 2 s deadline" in results[1]["content"]
-    assert "never" not in results[1]["content"] and time.monotonic() - started < 20
+    # killed at its 2 s deadline, not after its 600 s: a bound far from both
+    assert "never" not in results[1]["content"] and time.monotonic() - started < 120
     assert os.environ.get("ANTHROPIC_API_KEY") is None

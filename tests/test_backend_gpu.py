@@ -10,7 +10,6 @@ from scripts.freeze import freeze
 from tasks.discover import discover
 from tasks.models import CandidateResult
 from tasks.search import run_search
-from tests.conftest import EXAMPLES
 
 pytestmark = [
     pytest.mark.gpu,
@@ -66,8 +65,8 @@ def test_gemm_discover_tunes_the_gemm_library(tmp_path):
     assert plan.best_known_ms["m2048"] > 0
 
 
-def test_triton_lane_tunes_launch_options_on_the_device(tmp_path):
-    task = freeze(EXAMPLES / "softmax_triton", tmp_path / "task")
+def test_triton_lane_tunes_launch_options_on_the_device(frozen_softmax, tmp_path):
+    task = frozen_softmax
     results = run_search(
         task,
         "triton",

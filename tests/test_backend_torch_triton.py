@@ -3,7 +3,6 @@
 import textwrap
 from pathlib import Path
 
-import pytest
 import torch
 
 from scripts import arch
@@ -12,14 +11,6 @@ from scripts.spec import OpSpec, Workload
 from tasks.backends import torch_compile, triton_surface, wrappers
 from tasks.backends.base import BuildContext, baseline_candidate, write_candidate
 from tasks.backends.triton_tune import BACKEND as TRITON
-from tests.conftest import EXAMPLES
-
-
-@pytest.fixture(scope="module")
-def frozen_softmax(tmp_path_factory):
-    from scripts.freeze import freeze
-
-    return freeze(EXAMPLES / "softmax_triton", tmp_path_factory.mktemp("tasks") / "softmax")
 
 
 def test_compile_candidates_wrap_the_torch_reference(frozen_softmax, tmp_path):

@@ -1,17 +1,8 @@
 """Discover on the shipped examples with an in-process check_fn."""
 
-import pytest
-
-from scripts.freeze import freeze
 from tasks.backends import torch_compile
 from tasks.discover import discover
-from tests.conftest import EXAMPLES
 from tests.inprocess_check import make_check
-
-
-@pytest.fixture(scope="module")
-def frozen_softmax(tmp_path_factory):
-    return freeze(EXAMPLES / "softmax_triton", tmp_path_factory.mktemp("tasks") / "softmax")
 
 
 def test_softmax_discover_measures_torch_and_plans_lanes(frozen_softmax, tmp_path):

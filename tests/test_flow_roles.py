@@ -50,7 +50,7 @@ def test_async_responder_that_never_answers_is_given_up(prefect_api, tmp_path):
     started = time.monotonic()
     with pytest.raises(RoleFailed, match="no valid answer after 1 attempt.*timeout"):
         ask_reviewer(tmp_path, "tests.role_doubles:never_answers_async", timeout_s=1, retries=0)
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 60  # its 1 s timeout, not the responder's hour
 
 
 def test_answer_that_does_not_validate_fails_the_role(prefect_api, tmp_path):

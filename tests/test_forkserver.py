@@ -127,7 +127,7 @@ def test_deadline_kills_the_fork(server, tmp_path):
     finished = _run(server, tmp_path, "hang", timeout_s=1.0)
     assert finished.timed_out
     assert finished.returncode == -signal.SIGKILL
-    assert time.monotonic() - t0 < 15
+    assert time.monotonic() - t0 < 60  # its 1 s deadline, not the fork's hour
 
 
 def test_a_crash_and_an_exception_come_back_as_exit_statuses(server, tmp_path):

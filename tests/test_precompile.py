@@ -20,6 +20,31 @@ from tasks.run_store import LaneStore
 from tests.conftest import EXAMPLES
 
 
+@pytest.fixture(autouse=True)
+def _caches_as_a_run_keeps_them(own_compile_caches):
+    """These tests read the per-candidate caches, not the suite's shared one."""
+
+
+def one_workload_rmsnorm(op: Path) -> Path:
+    """examples/rmsnorm_torch copied to `op` with its first workload alone (the freeze still adds
+    other sizes, checked for correctness only): these tests are about where the compiled graphs
+    go, and each timed workload more is two cold compiles more per compiled program."""
+    shutil.copytree(EXAMPLES / "rmsnorm_torch", op)
+    spec = (op / "op.toml").read_text()
+    first, second = spec.split("[[workloads]]")[1:3]
+    (op / "op.toml").write_text(spec.replace("[[workloads]]" + second, "", 1))
+    assert "[[workloads]]" + first in (op / "op.toml").read_text()
+    return op
+
+
+@pytest.fixture(scope="module")
+def frozen_rmsnorm(tmp_path_factory) -> Path:
+    from scripts.freeze import freeze
+
+    op = one_workload_rmsnorm(tmp_path_factory.mktemp("op") / "rmsnorm_torch")
+    return freeze(op, tmp_path_factory.mktemp("task") / "rmsnorm")
+
+
 def compiled_graphs(cache: Path) -> set[str]:
     """The FX graph cache's entries: one per graph Inductor compiled into this cache."""
     root = cache / "inductor" / "fxgraph"
@@ -148,8 +173,7 @@ def test_a_search_lane_precompiles_what_it_will_check_into_the_checks_caches(
 def test_a_compiled_baseline_is_built_once_for_the_checks_beside_it(tmp_path):
     from scripts.freeze import freeze
 
-    op = tmp_path / "op"
-    shutil.copytree(EXAMPLES / "rmsnorm_torch", op)
+    op = one_workload_rmsnorm(tmp_path / "op")
     kernel = op / "kernel.py"
     kernel.write_text(kernel.read_text() + "\n\nrmsnorm = torch.compile(rmsnorm, dynamic=False)\n")
     task = freeze(op, tmp_path / "task")

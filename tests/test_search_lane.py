@@ -4,16 +4,10 @@ import json
 
 import pytest
 
-from scripts.freeze import freeze
 from tasks.search import run_search
 from tasks.search.score import score
 from tests.conftest import EXAMPLES
 from tests.inprocess_check import make_check
-
-
-@pytest.fixture(scope="module")
-def frozen_softmax(tmp_path_factory):
-    return freeze(EXAMPLES / "softmax_triton", tmp_path_factory.mktemp("tasks") / "softmax")
 
 
 def test_triton_lane_tunes_the_incumbent_and_prunes_wrong_configs(frozen_softmax, tmp_path):
