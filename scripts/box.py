@@ -69,6 +69,7 @@ ENV_NAMES = {
     "BAKEOFF_ISOLATION",
     "BAKEOFF_WARM_START",
     "BAKEOFF_PRELOAD_COMPILER",
+    "BAKEOFF_TEST_COMPILE_CACHE",  # the test suite's shared compiler cache (scripts/judge.py)
     *DEFAULTS,
 }
 ENV_PREFIXES = (

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from scripts import box, forkserver, isolation, manifest, protocol, sandbox
 from scripts.errors import BadInput
-from scripts.judge import CHILD_PGID, HARNESS_DIR, REPO_ROOT
+from scripts.judge import CHILD_PGID, HARNESS_DIR, REPO_ROOT, TEST_COMPILE_CACHE_VAR
 from scripts.verdict import Status, Verdict
 
 _HARNESS_AT_IMPORT = manifest.build(HARNESS_DIR)
@@ -239,6 +239,8 @@ def _box(request: protocol.JudgeRequest, workdir: Path, made: list[Path]) -> dic
             )
             Path(cache).mkdir(parents=True, exist_ok=True)  # a mount point must exist
             write.append(cache)
+    if shared := os.environ.get(TEST_COMPILE_CACHE_VAR):  # the test suite's one cache (judge.py)
+        write.append(shared)
     return box.plan(read=read, write=write, cwd=str(workdir))
 
 
