@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import traceback
@@ -30,6 +31,7 @@ def _prepare_device_env() -> None:
 def cmd_freeze(args) -> int:
     from scripts import sizes
     from scripts.freeze import freeze, load_task
+    from scripts.manifest import verify
     from tasks.agents.freezer import spec_for  # a directory without a spec: oracle_freezer's
 
     root = Path(args.out).resolve().parent if args.out else Path("runs")
@@ -46,7 +48,7 @@ def cmd_freeze(args) -> int:
         solution=args.solution,
     )
     baseline = json.loads((task / "baseline.json").read_text())
-    manifest = json.loads((task / "MANIFEST.json").read_text())
+    manifest = {"oracle_sha256": verify(task)}  # re-derived from the files, not read
     if args.json:
         print(
             json.dumps(
@@ -137,8 +139,8 @@ def cmd_list(args) -> int:
 def _positive(kind):
     def parse(text: str):
         value = kind(text)
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+        if not (math.isfinite(value) and value > 0):  # nan and inf too: a deadline of nan is none
+            raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text}")
         return value
 
     parse.__name__ = kind.__name__
@@ -196,8 +198,18 @@ COMMANDS = {
 }
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """A usage error is bad input like any other: one line naming it, exit status 2 (argparse
+    prints its usage block first; `--help` still shows it)."""
+
+    def error(self, message: str):
+        from scripts.errors import shown
+
+        self.exit(2, f"{self.prog}: error: {shown(message)}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="bakeoff",
         description=__doc__,
         epilog="Every command takes --help. Bad input: one line, exit status 2.",
@@ -252,13 +264,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--budget", type=int, default=4, help="candidates each lane may check")
     p.add_argument("--gpu-ids", help="comma-separated device ids (default: every device here)")
     p.add_argument("--gpu-mode", default="pool", help="pool (any free device) | pin (lane i->i)")
-    p.add_argument("--cpu-slots", type=int, help="lanes at once on a host without GPUs")
+    p.add_argument("--cpu-slots", type=_positive(int), help="lanes at once on a host without GPUs")
     p.add_argument("--fresh", action="store_true", help="re-run every lane, reuse nothing")
     p.add_argument("--run-dir", help="run directory (default runs/<op>-<input hash>)")
     p.add_argument("--runs-root", default="runs", help="where default run directories go")
-    p.add_argument("--lane-timeout", type=float, default=3600.0, help="seconds per lane")
-    p.add_argument("--check-timeout", type=float, default=300.0, help="seconds per check")
-    p.add_argument("--samples", type=int, help="timed samples per workload")
+    p.add_argument("--lane-timeout", type=_positive(float), default=3600.0, help="seconds per lane")
+    p.add_argument(
+        "--check-timeout", type=_positive(float), default=300.0, help="seconds per check"
+    )
+    p.add_argument("--samples", type=_positive(int), help="timed samples per workload")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument(
         "--apply", action="store_true", help="put the winner on a new branch of the input's repo"
@@ -314,6 +328,15 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             traceback.print_exc()
         print(f"bakeoff {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # the file system refused a path the user gave: bad input too
+        if args.debug or exc.filename is None:
+            raise
+
+        print(
+            f"bakeoff {args.command}: error: {BadInput(exc.filename, exc.strerror or str(exc))}",
+            file=sys.stderr,
+        )
         return 2
     except Exception as exc:
         if args.debug or args.command != "run":

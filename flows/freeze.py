@@ -10,7 +10,6 @@ Run as `python -m flows.freeze KERNEL_PATH OUT`.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -46,7 +45,7 @@ def freeze_task(
 ) -> Frozen:
     task_dir = freeze_isolated(Path(kernel_path), Path(out), pool)
     spec, _, baseline = load_task(task_dir)
-    oracle = json.loads((task_dir / manifest.MANIFEST).read_text())["oracle_sha256"]
+    oracle = manifest.verify(task_dir)  # re-derived: a forged id is refused
     return Frozen(
         task_dir=str(task_dir),
         oracle_sha256=oracle,

@@ -8,7 +8,6 @@ candidate table, a link to the HTML report and a link to the run directory.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -89,7 +88,7 @@ def report(
     logger = get_run_logger()
     rows, winner = rank(lanes, discovered, Path(task_dir))
     medians, _ = baseline_stats(Path(task_dir))
-    oracle = json.loads((Path(task_dir) / manifest.MANIFEST).read_text())["oracle_sha256"]
+    oracle = manifest.verify(Path(task_dir))  # re-derived: a forged id is refused
     result = Report(
         kernel_path=kernel_path,
         kernel=kernel,

@@ -26,6 +26,7 @@ from scripts import manifest, sizes, untrusted
 from scripts.errors import BadInput
 from scripts.fingerprint import device_kind, fingerprint
 from scripts.formats import module_for
+from scripts.safe_paths import refuse_links
 from scripts.spec import OpSpec
 from scripts.untrusted import load_spec  # imports the input in the sandbox, not here
 from scripts.verdict import Status
@@ -100,13 +101,18 @@ def freeze(
         raise BadInput(
             str(out), "output directory exists and holds something else; pick another --out"
         )
+    refuse_links(src_dir)  # a link would copy a host file's content into the oracle
     if other_sizes:
         spec = untrusted.other_sizes(spec, src_dir)  # imports the input: in the sandbox
+    new_dirs = [p for p in [out.parent, *out.parent.parents] if not p.exists()]
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     cache = None
     try:
-        shutil.copytree(src_dir, staging / "baseline_src", ignore=IGNORED)
+        # Links are copied as links (never followed), then refused: one made after the check
+        # above is not read either.
+        shutil.copytree(src_dir, staging / "baseline_src", ignore=IGNORED, symlinks=True)
+        refuse_links(staging / "baseline_src")
         _write_json(staging / "spec.json", spec.model_dump(mode="json"))
         _write_json(staging / "fingerprint.json", fingerprint())
         measure = measure or measure_baseline
@@ -120,6 +126,9 @@ def freeze(
         _remove(staging)
         if cache is not None and not found and cache.exists():
             _remove(cache)  # the build of a baseline that did not freeze
+        for d in new_dirs:  # deepest first: a failed freeze leaves no empty runs/tasks/
+            if d.is_dir() and not any(d.iterdir()):
+                d.rmdir()
         raise
     return out
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import torch
 
 from scripts.errors import BadInput
+from scripts.safe_paths import inside
 from scripts.spec import InputSpec, OpSpec, Workload
 
 _module_counter = 0
@@ -72,7 +73,7 @@ def check_entry(src_dir: Path, entry: str, where: str) -> None:
     """Refuse an entry 'file.py:symbol' whose file is missing, does not parse, or plainly does
     not define the symbol; read, not run."""
     file_part, _, symbol = entry.partition(":")
-    path = Path(src_dir) / file_part
+    path = inside(src_dir, file_part, where)
     if not path.is_file():
         raise BadInput(where, f"{entry!r}: file {file_part} not found")
     try:
@@ -87,7 +88,7 @@ def resolve_entry(src: Path, entry: str, where: str):
     """`entry` is 'file.py:symbol'; `src` is a directory, or a single file that replaces file.py."""
     file_part, _, symbol = entry.partition(":")
     src = Path(src)
-    path = src if src.is_file() else src / file_part
+    path = src if src.is_file() else inside(src, file_part, where)
     module = import_file(path, where)
     try:
         return getattr(module, symbol)

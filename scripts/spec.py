@@ -101,6 +101,16 @@ class OpSpec(BaseModel):
     extra: dict = Field(default_factory=dict)
     sizes_probed: list[SizeProbe] = Field(default_factory=list)  # filled by freeze
 
+    @field_validator("name")
+    @classmethod
+    def _plain_name(cls, v: str) -> str:
+        from scripts.safe_paths import name_problem
+
+        problem = name_problem(v)
+        if problem:
+            raise ValueError(problem)
+        return v
+
     @model_validator(mode="after")
     def _entry_has_symbol(self) -> OpSpec:
         for field in ("entry", "reference"):
