@@ -49,17 +49,26 @@ def cmd_freeze(args) -> int:
     )
     baseline = json.loads((task / "baseline.json").read_text())
     manifest = {"oracle_sha256": verify(task)}  # re-derived from the files, not read
+    spec = load_task(task)[0]
+    degenerate = spec.degenerate.message if spec.degenerate else None
+    if degenerate:
+        print(f"bakeoff freeze: warning: {degenerate}", file=sys.stderr)
     if args.json:
         print(
             json.dumps(
-                {"task_dir": str(task), "oracle_sha256": manifest["oracle_sha256"], **baseline}
+                {
+                    "task_dir": str(task),
+                    "oracle_sha256": manifest["oracle_sha256"],
+                    "degenerate": degenerate,
+                    **baseline,
+                }
             )
         )
         return 0
     print(f"frozen: {task}  (oracle {manifest['oracle_sha256'][:12]}, device {baseline['device']})")
     for name, wl in baseline["workloads"].items():
         print(f"  {name:<24} {wl['status']:<8} baseline {wl['median_ms']:.4f} ms")
-    print(f"  other sizes: {sizes.describe(load_task(task)[0])}")
+    print(f"  other sizes: {sizes.describe(spec)}")
     return 0
 
 
@@ -68,7 +77,7 @@ def cmd_check(args) -> int:
     from functools import partial
 
     from scripts.check import check
-    from scripts.freeze import freeze, measure_baseline
+    from scripts.freeze import freeze, load_task, measure_baseline
 
     task, candidate = Path(args.task_dir), Path(args.candidate)
     if not task.exists():
@@ -80,10 +89,15 @@ def cmd_check(args) -> int:
         if not (task / "MANIFEST.json").is_file():  # a kernel rather than a task: freeze it first
             task = freeze(task, Path(tmp) / "task", measure=partial(measure_baseline, **options))
         verdict = check(task, candidate, **options)
+        spec = load_task(task)[0]
+    degenerate = spec.degenerate.message if spec.degenerate else None
     if args.json:
-        print(verdict.model_dump_json())
+        data = json.loads(verdict.model_dump_json())
+        print(json.dumps({**data, "degenerate": degenerate}) if degenerate else json.dumps(data))
     else:
         print(_verdict_table(verdict))
+        if degenerate:
+            print(f"warning: {degenerate}")
     return 0 if verdict.passed else 1
 
 

@@ -70,6 +70,9 @@ def freeze(
         source = op_spec_task(kernel_path, root)
         logger.info(source.said)
     frozen = freeze_task(source.frozen_from if source else kernel_path, out, pool, source)
+    spec = load_task(Path(frozen.task_dir))[0]
+    if spec.degenerate:
+        logger.warning(spec.degenerate.message)
     logger.info(
         f"frozen {frozen.op} ({frozen.language}) into {frozen.task_dir}, "
         f"oracle {frozen.oracle_sha256[:12]}; baseline "

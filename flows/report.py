@@ -72,6 +72,15 @@ def publish(result: Report, scope: str = "") -> None:
 
 
 @flow(name="report", flow_run_name="report {kernel} {mode}")
+def oracle_warnings(task_dir: Path) -> list[str]:
+    """The freeze's word on an oracle that does not discriminate (scripts/oracle_probe.py): the
+    first warning of every report (report.md, report.html, --json, the terminal)."""
+    from scripts.freeze import load_task
+
+    spec = load_task(task_dir)[0]
+    return [spec.degenerate.message] if spec.degenerate else []
+
+
 def report(
     kernel_path: str,
     kernel: str,
@@ -100,7 +109,7 @@ def report(
         rows=rows,
         winner=winner,
         lanes=lanes,
-        warnings=warnings or [],
+        warnings=oracle_warnings(Path(task_dir)) + (warnings or []),
         report_path=str(Path(run_dir) / "report.md"),
         html_path=str(Path(run_dir) / "report.html"),
         measurement=measurement(Path(task_dir)),

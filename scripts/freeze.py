@@ -82,12 +82,15 @@ def freeze(
     op: str | None = None,
     solution: str | None = None,
     other_sizes: bool = True,
+    probe_oracle: bool = True,
 ) -> Path:
     """Freeze `kernel_path`; return the task directory. Nothing is left behind on failure.
 
     `op` and `solution` pick the operator and expert baseline of a flashinfer-bench trace set.
     `other_sizes`: probe the reference at sizes the input does not list (scripts/sizes.py) and
     add those it accepts as correctness-only workloads.
+    `probe_oracle`: run the reference on several input draws to see whether it discriminates
+    (scripts/oracle_probe.py).
     """
     kernel_path = Path(kernel_path)
     spec, src_dir = load_spec(kernel_path, op=op, solution=solution)
@@ -104,6 +107,8 @@ def freeze(
     refuse_links(src_dir)  # a link would copy a host file's content into the oracle
     if other_sizes:
         spec = untrusted.other_sizes(spec, src_dir)  # imports the input: in the sandbox
+    if probe_oracle:  # an oracle that nothing fails is said (spec.degenerate), one with no
+        spec = untrusted.oracle_probe(spec, src_dir)  # finite output refused
     new_dirs = [p for p in [out.parent, *out.parent.parents] if not p.exists()]
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))

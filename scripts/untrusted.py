@@ -135,7 +135,28 @@ def other_sizes(spec, src_dir: Path):
     return OpSpec.model_validate(data)
 
 
+def _oracle_probe_step(spec: dict, src_dir: str) -> dict | None:
+    from scripts.fingerprint import device_kind
+    from scripts.oracle_probe import probe
+    from scripts.spec import OpSpec
+
+    return probe(OpSpec.model_validate(spec), Path(src_dir), device_kind())
+
+
+def oracle_probe(spec, src_dir: Path):
+    """`scripts.oracle_probe.probe` in the sandbox (it runs the reference): `spec` with its
+    `degenerate` record set (or None); BadInput for a reference with no finite output."""
+    found = call(
+        "oracle_probe", str(src_dir), spec=spec.model_dump(mode="json"), src_dir=str(src_dir)
+    )
+    from scripts.spec import Degenerate
+
+    record = Degenerate.model_validate(found) if found else None
+    return spec.model_copy(update={"degenerate": record})
+
+
 STEPS = {
+    "oracle_probe": _oracle_probe_step,
     "load_spec": _load_spec_step,
     "triton_surface": _triton_surface_step,
     "other_sizes": _other_sizes_step,
