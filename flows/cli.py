@@ -154,7 +154,8 @@ def _positive(kind):
     def parse(text: str):
         value = kind(text)
         if not (math.isfinite(value) and value > 0):  # nan and inf too: a deadline of nan is none
-            raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text}")
+            finite = " and finite" if kind is float else ""
+            raise argparse.ArgumentTypeError(f"must be positive{finite}, got {text}")
         return value
 
     parse.__name__ = kind.__name__
@@ -278,15 +279,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--budget", type=int, default=4, help="candidates each lane may check")
     p.add_argument("--gpu-ids", help="comma-separated device ids (default: every device here)")
     p.add_argument("--gpu-mode", default="pool", help="pool (any free device) | pin (lane i->i)")
-    p.add_argument("--cpu-slots", type=_positive(int), help="lanes at once on a host without GPUs")
+    p.add_argument("--cpu-slots", type=int, help="lanes at once on a host without GPUs")
     p.add_argument("--fresh", action="store_true", help="re-run every lane, reuse nothing")
     p.add_argument("--run-dir", help="run directory (default runs/<op>-<input hash>)")
     p.add_argument("--runs-root", default="runs", help="where default run directories go")
-    p.add_argument("--lane-timeout", type=_positive(float), default=3600.0, help="seconds per lane")
-    p.add_argument(
-        "--check-timeout", type=_positive(float), default=300.0, help="seconds per check"
-    )
-    p.add_argument("--samples", type=_positive(int), help="timed samples per workload")
+    p.add_argument("--lane-timeout", type=float, default=3600.0, help="seconds per lane")
+    p.add_argument("--check-timeout", type=float, default=300.0, help="seconds per check")
+    p.add_argument("--samples", type=int, help="timed samples per workload")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument(
         "--apply", action="store_true", help="put the winner on a new branch of the input's repo"

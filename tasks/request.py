@@ -76,7 +76,7 @@ def validate(req: BakeoffRequest) -> BakeoffRequest:
     for field in ("lane_timeout_s", "check_timeout_s", "agent_timeout_s"):
         value = getattr(req, field)
         if value is not None and not (math.isfinite(value) and value > 0):
-            raise BadInput(field, f"must be a positive finite number of seconds, got {value}")
+            raise BadInput(field, f"must be positive and finite (seconds), got {value}")
     from tasks.roles_default import MIN_SAMPLES
 
     if req.samples is not None and req.samples < MIN_SAMPLES:
