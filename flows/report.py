@@ -75,9 +75,9 @@ def publish(result: Report, scope: str = "") -> None:
 def oracle_warnings(task_dir: Path) -> list[str]:
     """The freeze's word on an oracle that does not discriminate (scripts/oracle_probe.py): the
     first warning of every report (report.md, report.html, --json, the terminal)."""
-    from scripts.freeze import load_task
+    from scripts.spec import OpSpec
 
-    spec = load_task(task_dir)[0]
+    spec = OpSpec.model_validate_json((Path(task_dir) / "spec.json").read_text())
     return [spec.degenerate.message] if spec.degenerate else []
 
 

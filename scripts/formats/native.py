@@ -12,10 +12,13 @@ name = "x"
 shape = ["M", "N"]
 dtype = "float32"
 init = "randn"                # randn | rand | randint | ones | zeros
+scale = 1.0                   # optional: randn/rand * scale + offset; randint in [low, high)
+offset = 0.0
 
 [[workloads]]
 name = "small"
 dims = { M = 128, N = 512 }
+draws = { x = { init = "rand", offset = 1.0 } }   # optional: this workload's distributions
 
 [tolerance]                   # optional, norm-relative, per output dtype
 float32 = 2e-5
