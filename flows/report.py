@@ -71,7 +71,6 @@ def publish(result: Report, scope: str = "") -> None:
     )
 
 
-@flow(name="report", flow_run_name="report {kernel} {mode}")
 def oracle_warnings(task_dir: Path) -> list[str]:
     """The freeze's word on an oracle that does not discriminate (scripts/oracle_probe.py): the
     first warning of every report (report.md, report.html, --json, the terminal)."""
@@ -81,6 +80,7 @@ def oracle_warnings(task_dir: Path) -> list[str]:
     return [spec.degenerate.message] if spec.degenerate else []
 
 
+@flow(name="report", flow_run_name="report {kernel} {mode}")
 def report(
     kernel_path: str,
     kernel: str,
