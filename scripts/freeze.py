@@ -105,10 +105,9 @@ def freeze(
             str(out), "output directory exists and holds something else; pick another --out"
         )
     refuse_links(src_dir)  # a link would copy a host file's content into the oracle
-    if other_sizes:
-        spec = untrusted.other_sizes(spec, src_dir)  # imports the input: in the sandbox
-    if probe_oracle:  # an oracle that nothing fails is said (spec.degenerate), one with no
-        spec = untrusted.oracle_probe(spec, src_dir)  # finite output refused
+    # Runs the reference (in the sandbox): an oracle that nothing fails is said in
+    # spec.degenerate, one with no finite output refused; other sizes it accepts are added.
+    spec = untrusted.prepare_oracle(spec, src_dir, sizes=other_sizes, probe=probe_oracle)
     new_dirs = [p for p in [out.parent, *out.parent.parents] if not p.exists()]
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
