@@ -354,7 +354,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if args.debug or args.command != "run":
             raise
-        print(f"bakeoff run: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        from scripts.errors import shown
+
+        print(f"bakeoff run: failed: {type(exc).__name__}: {shown(exc)}", file=sys.stderr)
         return 1
 
 

@@ -471,3 +471,10 @@ def test_a_failed_freeze_leaves_no_runs_directory(tmp_path):
     done = run_cli("freeze", str(op), cwd=work)
     _one_line(done, "freeze", "does not pass its own check")
     assert list(work.iterdir()) == []
+
+
+def test_a_path_the_file_system_refuses_is_one_line(tmp_path):
+    too_long = tmp_path / ("x" * 300) / "task"
+    done = run_cli("freeze", str(EXAMPLES / "rmsnorm_torch"), "--out", str(too_long))
+    _one_line(done, "freeze", "x" * 300, "File name too long")
+    assert list(tmp_path.iterdir()) == []
