@@ -333,7 +333,7 @@ def bakeoff(
                 curate_bakeoff(results, frozen.task_dir, logger.info)
             store.set_phase("report")
             final = report(
-                str(kernel_path),
+                req.kernel_path,  # absolute (validate): `bakeoff apply` finds its repo by it
                 frozen.op,
                 req.mode,
                 str(run_root),

@@ -21,6 +21,7 @@ from prefect import flow, get_run_logger
 
 from flows.bakeoff import bakeoff, subflows_without_heartbeats
 from flows.freeze import freeze
+from scripts import manifest
 from tasks.apply.hook import apply_and_record
 from tasks.campaign import Ledger, RoundEntry, archive_for, improves, note_for, round_best
 from tasks.results import PoolConfig, Report
@@ -56,7 +57,7 @@ def campaign(
     task = Path(frozen.task_dir)
     spec = json.loads((task / "spec.json").read_text())
     arch = json.loads((task / "fingerprint.json").read_text()).get("arch", "cpu")
-    oracle = json.loads((task / "MANIFEST.json").read_text())["oracle_sha256"]
+    oracle = manifest.verify(task)  # re-derived: a forged id is refused
     archive = archive_for(root)
     ledger = Ledger(op=spec["name"], oracle_sha256=oracle, rounds_planned=rounds)
     url = params.pop("history_url", None) or history_url(Path(root).parent)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import traceback
@@ -30,6 +31,7 @@ def _prepare_device_env() -> None:
 def cmd_freeze(args) -> int:
     from scripts import sizes
     from scripts.freeze import freeze, load_task
+    from scripts.manifest import verify
     from tasks.agents.freezer import spec_for  # a directory without a spec: oracle_freezer's
 
     root = Path(args.out).resolve().parent if args.out else Path("runs")
@@ -46,23 +48,32 @@ def cmd_freeze(args) -> int:
         solution=args.solution,
     )
     baseline = json.loads((task / "baseline.json").read_text())
-    manifest = json.loads((task / "MANIFEST.json").read_text())
+    manifest = {"oracle_sha256": verify(task)}  # re-derived from the files, not read
+    spec = load_task(task)[0]
+    degenerate = spec.degenerate.message if spec.degenerate else None
+    if degenerate:
+        print(f"bakeoff freeze: warning: {degenerate}", file=sys.stderr)
     from tasks.ranking import noisy_baseline
 
     noisy = noisy_baseline(task)
     if noisy:  # every speedup will divide by this figure: said at once, on stderr
-        print(f"warning: {noisy}", file=sys.stderr)
+        print(f"bakeoff freeze: warning: {noisy}", file=sys.stderr)
     if args.json:
         print(
             json.dumps(
-                {"task_dir": str(task), "oracle_sha256": manifest["oracle_sha256"], **baseline}
+                {
+                    "task_dir": str(task),
+                    "oracle_sha256": manifest["oracle_sha256"],
+                    "degenerate": degenerate,
+                    **baseline,
+                }
             )
         )
         return 0
     print(f"frozen: {task}  (oracle {manifest['oracle_sha256'][:12]}, device {baseline['device']})")
     for name, wl in baseline["workloads"].items():
         print(f"  {name:<24} {wl['status']:<8} baseline {wl['median_ms']:.4f} ms")
-    print(f"  other sizes: {sizes.describe(load_task(task)[0])}")
+    print(f"  other sizes: {sizes.describe(spec)}")
     return 0
 
 
@@ -71,7 +82,7 @@ def cmd_check(args) -> int:
     from functools import partial
 
     from scripts.check import check
-    from scripts.freeze import freeze, measure_baseline
+    from scripts.freeze import freeze, load_task, measure_baseline
 
     task, candidate = Path(args.task_dir), Path(args.candidate)
     if not task.exists():
@@ -83,10 +94,15 @@ def cmd_check(args) -> int:
         if not (task / "MANIFEST.json").is_file():  # a kernel rather than a task: freeze it first
             task = freeze(task, Path(tmp) / "task", measure=partial(measure_baseline, **options))
         verdict = check(task, candidate, **options)
+        spec = load_task(task)[0]
+    degenerate = spec.degenerate.message if spec.degenerate else None
     if args.json:
-        print(verdict.model_dump_json())
+        data = json.loads(verdict.model_dump_json())
+        print(json.dumps({**data, "degenerate": degenerate}) if degenerate else json.dumps(data))
     else:
         print(_verdict_table(verdict))
+        if degenerate:
+            print(f"warning: {degenerate}")
     return 0 if verdict.passed else 1
 
 
@@ -145,8 +161,9 @@ def cmd_list(args) -> int:
 def _positive(kind):
     def parse(text: str):
         value = kind(text)
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+        if not (math.isfinite(value) and value > 0):  # nan and inf too: a deadline of nan is none
+            finite = " and finite" if kind is float else ""
+            raise argparse.ArgumentTypeError(f"must be positive{finite}, got {text}")
         return value
 
     parse.__name__ = kind.__name__
@@ -204,8 +221,18 @@ COMMANDS = {
 }
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """A usage error is bad input like any other: one line naming it, exit status 2 (argparse
+    prints its usage block first; `--help` still shows it)."""
+
+    def error(self, message: str):
+        from scripts.errors import shown
+
+        self.exit(2, f"{self.prog}: error: {shown(message)}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="bakeoff",
         description=__doc__,
         epilog="Every command takes --help. Bad input: one line, exit status 2.",
@@ -328,10 +355,21 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         print(f"bakeoff {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # the file system refused a path the user gave: bad input too
+        if args.debug or exc.filename is None:
+            raise
+
+        print(
+            f"bakeoff {args.command}: error: {BadInput(exc.filename, exc.strerror or str(exc))}",
+            file=sys.stderr,
+        )
+        return 2
     except Exception as exc:
         if args.debug or args.command != "run":
             raise
-        print(f"bakeoff run: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        from scripts.errors import shown
+
+        print(f"bakeoff run: failed: {type(exc).__name__}: {shown(exc)}", file=sys.stderr)
         return 1
 
 

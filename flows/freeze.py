@@ -10,7 +10,6 @@ Run as `python -m flows.freeze KERNEL_PATH OUT`.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -46,7 +45,7 @@ def freeze_task(
 ) -> Frozen:
     task_dir = freeze_isolated(Path(kernel_path), Path(out), pool)
     spec, _, baseline = load_task(task_dir)
-    oracle = json.loads((task_dir / manifest.MANIFEST).read_text())["oracle_sha256"]
+    oracle = manifest.verify(task_dir)  # re-derived: a forged id is refused
     return Frozen(
         task_dir=str(task_dir),
         oracle_sha256=oracle,
@@ -71,6 +70,9 @@ def freeze(
         source = op_spec_task(kernel_path, root)
         logger.info(source.said)
     frozen = freeze_task(source.frozen_from if source else kernel_path, out, pool, source)
+    spec = load_task(Path(frozen.task_dir))[0]
+    if spec.degenerate:
+        logger.warning(spec.degenerate.message)
     logger.info(
         f"frozen {frozen.op} ({frozen.language}) into {frozen.task_dir}, "
         f"oracle {frozen.oracle_sha256[:12]}; baseline "

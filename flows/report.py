@@ -8,7 +8,6 @@ candidate table, a link to the HTML report and a link to the run directory.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -74,6 +73,15 @@ def publish(result: Report, scope: str = "") -> None:
     )
 
 
+def oracle_warnings(task_dir: Path) -> list[str]:
+    """The freeze's word on an oracle that does not discriminate (scripts/oracle_probe.py): the
+    first warning of every report (report.md, report.html, --json, the terminal)."""
+    from scripts.spec import OpSpec
+
+    spec = OpSpec.model_validate_json((Path(task_dir) / "spec.json").read_text())
+    return [spec.degenerate.message] if spec.degenerate else []
+
+
 @flow(name="report", flow_run_name="report {kernel} {mode}")
 def report(
     kernel_path: str,
@@ -91,7 +99,7 @@ def report(
     logger = get_run_logger()
     rows, winner = rank(lanes, discovered, Path(task_dir))
     medians, _ = baseline_stats(Path(task_dir))
-    oracle = json.loads((Path(task_dir) / manifest.MANIFEST).read_text())["oracle_sha256"]
+    oracle = manifest.verify(Path(task_dir))  # re-derived: a forged id is refused
     result = Report(
         kernel_path=kernel_path,
         kernel=kernel,
@@ -103,7 +111,7 @@ def report(
         rows=rows,
         winner=winner,
         lanes=lanes,
-        warnings=warnings or [],
+        warnings=oracle_warnings(Path(task_dir)) + (warnings or []),
         report_path=str(Path(run_dir) / "report.md"),
         html_path=str(Path(run_dir) / "report.html"),
         measurement=measurement(Path(task_dir)),

@@ -251,6 +251,7 @@ class Runner:
         self.clock.sync()
 
     def outputs(self, result, what: str) -> list:
+        self.structure = compare.structure(result)  # the judge compares it with the reference's
         outs = compare.as_outputs(result)
         for i, out in enumerate(outs):
             problem = compare.type_problem(out, self.device)
@@ -329,6 +330,7 @@ class Runner:
             ]
             self.check_after(args, before, outs, snaps, what)
             record.trials.append(saved)
+            record.structure = record.structure or self.structure
             shapes = [tuple(s.shape) for s in snaps]
         record.triton_kernels, self.launched = sorted(set(self.launched)), []
         if not wl.timed:  # a size checked for correctness only (scripts/sizes.py)

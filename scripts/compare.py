@@ -22,6 +22,15 @@ def as_outputs(result) -> list:
     return list(result) if isinstance(result, (tuple, list)) else [result]
 
 
+def structure(result) -> str:
+    """What a call returned around its tensors: "a tensor", or "a tuple of N" (a list counts
+    as a tuple). Outputs are compared one by one after `as_outputs`, so without this a tensor
+    and a tuple holding it would compare equal."""
+    if isinstance(result, (tuple, list)):
+        return f"a tuple of {len(result)}"
+    return "a tensor" if isinstance(result, torch.Tensor) else f"a {type(result).__name__}"
+
+
 def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 

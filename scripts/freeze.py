@@ -26,6 +26,7 @@ from scripts import manifest, sizes, untrusted
 from scripts.errors import BadInput
 from scripts.fingerprint import device_kind, fingerprint
 from scripts.formats import module_for
+from scripts.safe_paths import refuse_links
 from scripts.spec import OpSpec
 from scripts.untrusted import load_spec  # imports the input in the sandbox, not here
 from scripts.verdict import Status
@@ -81,12 +82,15 @@ def freeze(
     op: str | None = None,
     solution: str | None = None,
     other_sizes: bool = True,
+    probe_oracle: bool = True,
 ) -> Path:
     """Freeze `kernel_path`; return the task directory. Nothing is left behind on failure.
 
     `op` and `solution` pick the operator and expert baseline of a flashinfer-bench trace set.
     `other_sizes`: probe the reference at sizes the input does not list (scripts/sizes.py) and
     add those it accepts as correctness-only workloads.
+    `probe_oracle`: run the reference on several input draws to see whether it discriminates
+    (scripts/oracle_probe.py).
     """
     kernel_path = Path(kernel_path)
     spec, src_dir = load_spec(kernel_path, op=op, solution=solution)
@@ -100,13 +104,19 @@ def freeze(
         raise BadInput(
             str(out), "output directory exists and holds something else; pick another --out"
         )
-    if other_sizes:
-        spec = untrusted.other_sizes(spec, src_dir)  # imports the input: in the sandbox
+    refuse_links(src_dir)  # a link would copy a host file's content into the oracle
+    # Runs the reference (in the sandbox): an oracle that nothing fails is said in
+    # spec.degenerate, one with no finite output refused; other sizes it accepts are added.
+    spec = untrusted.prepare_oracle(spec, src_dir, sizes=other_sizes, probe=probe_oracle)
+    new_dirs = [p for p in [out.parent, *out.parent.parents] if not p.exists()]
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     cache = None
     try:
-        shutil.copytree(src_dir, staging / "baseline_src", ignore=IGNORED)
+        # Links are copied as links (never followed), then refused: one made after the check
+        # above is not read either.
+        shutil.copytree(src_dir, staging / "baseline_src", ignore=IGNORED, symlinks=True)
+        refuse_links(staging / "baseline_src")
         _write_json(staging / "spec.json", spec.model_dump(mode="json"))
         _write_json(staging / "fingerprint.json", fingerprint())
         measure = measure or measure_baseline
@@ -120,6 +130,9 @@ def freeze(
         _remove(staging)
         if cache is not None and not found and cache.exists():
             _remove(cache)  # the build of a baseline that did not freeze
+        for d in new_dirs:  # deepest first: a failed freeze leaves no empty runs/tasks/
+            if d.is_dir() and not any(d.iterdir()):
+                d.rmdir()
         raise
     return out
 

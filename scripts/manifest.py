@@ -62,15 +62,40 @@ def write(root: Path) -> str:
     return oracle
 
 
-def verify(root: Path) -> str:
-    """Return the oracle hash, or raise BadInput naming the first file that changed."""
+def read(root: Path) -> dict:
+    """The manifest of `root` as written, or BadInput saying why it cannot be one (missing,
+    truncated, not JSON, fields of the wrong kind)."""
     root = Path(root)
     mpath = root / MANIFEST
     if not mpath.is_file():
         raise BadInput(
             str(root), "not a frozen task directory (no MANIFEST.json); run `bakeoff freeze` first"
         )
-    recorded = json.loads(mpath.read_text())
+    try:
+        recorded = json.loads(mpath.read_bytes())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadInput(
+            str(mpath), f"not a manifest (unreadable JSON: {exc}); freeze again"
+        ) from None
+    files = recorded.get("files") if isinstance(recorded, dict) else None
+    oracle = recorded.get("oracle_sha256") if isinstance(recorded, dict) else None
+    if not (
+        isinstance(files, dict)
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in files.items())
+        and isinstance(oracle, str)
+    ):
+        raise BadInput(
+            str(mpath), "not a manifest (needs 'files' and 'oracle_sha256'); freeze again"
+        )
+    return recorded
+
+
+def verify(root: Path) -> str:
+    """Return the oracle hash, re-derived from the files as they are now, or raise BadInput
+    naming the first file that changed (the manifest itself included: its recorded oracle id
+    must be the one its file digests give)."""
+    root = Path(root)
+    recorded = read(root)
     now = build(root)
     for name, digest in recorded["files"].items():
         if name not in now:
@@ -86,4 +111,11 @@ def verify(root: Path) -> str:
         raise BadInput(
             str(root / extra[0]), "file added after freezing: the oracle was changed; freeze again"
         )
-    return recorded["oracle_sha256"]
+    oracle = oracle_hash(now)
+    if recorded["oracle_sha256"] != oracle:
+        raise BadInput(
+            str(root / MANIFEST),
+            "its oracle_sha256 is not the one its files give: the manifest was changed; "
+            "freeze again",
+        )
+    return oracle

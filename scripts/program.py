@@ -10,6 +10,7 @@ from pathlib import Path
 import torch
 
 from scripts.errors import BadInput
+from scripts.safe_paths import inside
 from scripts.spec import InputSpec, OpSpec, Workload
 
 _module_counter = 0
@@ -72,7 +73,7 @@ def check_entry(src_dir: Path, entry: str, where: str) -> None:
     """Refuse an entry 'file.py:symbol' whose file is missing, does not parse, or plainly does
     not define the symbol; read, not run."""
     file_part, _, symbol = entry.partition(":")
-    path = Path(src_dir) / file_part
+    path = inside(src_dir, file_part, where)
     if not path.is_file():
         raise BadInput(where, f"{entry!r}: file {file_part} not found")
     try:
@@ -87,7 +88,7 @@ def resolve_entry(src: Path, entry: str, where: str):
     """`entry` is 'file.py:symbol'; `src` is a directory, or a single file that replaces file.py."""
     file_part, _, symbol = entry.partition(":")
     src = Path(src)
-    path = src if src.is_file() else src / file_part
+    path = src if src.is_file() else inside(src, file_part, where)
     module = import_file(path, where)
     try:
         return getattr(module, symbol)
@@ -111,17 +112,26 @@ def shape_of(inp: InputSpec, dims: dict[str, int], where: str) -> list[int]:
     return shape
 
 
+def drawn(inp: InputSpec, workload: Workload) -> InputSpec:
+    """`inp` with the distribution `workload` gives it, if it gives one."""
+    draw = workload.draws.get(inp.name)
+    if draw is None:
+        return inp
+    return inp.model_copy(update=draw.model_dump(exclude_none=True))
+
+
 def generate(inp: InputSpec, shape: list[int], gen: torch.Generator, device: str) -> torch.Tensor:
     dtype = getattr(torch, inp.dtype)
     if inp.init == "randint" or not dtype.is_floating_point:
         t = torch.randint(inp.low, max(inp.high, inp.low + 1), shape, generator=gen, device=device)
         return t.to(dtype)
     if inp.init == "ones":
-        return torch.ones(shape, dtype=dtype, device=device) * inp.scale
+        return torch.ones(shape, dtype=dtype, device=device) * inp.scale + inp.offset
     if inp.init == "zeros":
-        return torch.zeros(shape, dtype=dtype, device=device)
+        return torch.zeros(shape, dtype=dtype, device=device) + inp.offset
     fill = torch.randn if inp.init == "randn" else torch.rand
-    return (fill(shape, generator=gen, device=device, dtype=torch.float32) * inp.scale).to(dtype)
+    values = fill(shape, generator=gen, device=device, dtype=torch.float32) * inp.scale
+    return (values + inp.offset if inp.offset else values).to(dtype)
 
 
 def generator(seed: int, device: str) -> torch.Generator:
@@ -133,4 +143,7 @@ def generator(seed: int, device: str) -> torch.Generator:
 def native_inputs(spec: OpSpec, workload: Workload, seed: int, device: str) -> list[torch.Tensor]:
     where = f"workload {workload.name!r}"
     gen = generator(seed, device)
-    return [generate(inp, shape_of(inp, workload.dims, where), gen, device) for inp in spec.inputs]
+    return [
+        generate(drawn(inp, workload), shape_of(inp, workload.dims, where), gen, device)
+        for inp in spec.inputs
+    ]

@@ -95,6 +95,7 @@ class ChildWorkload(BaseModel):
     workload: str
     error: ChildError | None = None
     trials: list[list[SavedTensor]] = Field(default_factory=list)  # each trial's outputs
+    structure: str | None = None  # what the first trial returned (scripts/compare.structure)
     samples_ms: list[float] = Field(default_factory=list)
     host_ms: list[float] = Field(default_factory=list)
     projections: list[list[list[float]]] = Field(default_factory=list)  # sample, output, j

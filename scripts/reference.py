@@ -45,6 +45,7 @@ class Reference:
         except Exception as exc:
             raise BadInput(self.where, f"loading it raised {type(exc).__name__}: {exc}") from exc
         self._projectors: dict[tuple[int, int], compare.Projector] = {}
+        self.structure: str | None = None  # of the last call (scripts/compare.structure)
 
     def inputs(self, workload, seed: int) -> list:
         return list(self.fmt.make_inputs(self.spec, self.src_dir, workload, seed, self.device))
@@ -53,7 +54,9 @@ class Reference:
         """(inputs, reference outputs) for the inputs drawn from `seed`."""
         inputs = self.inputs(workload, seed)
         try:
-            refs = compare.as_outputs(self.fn(*inputs))
+            result = self.fn(*inputs)
+            self.structure = compare.structure(result)
+            refs = compare.as_outputs(result)
         except Exception as exc:
             raise BadInput(
                 f"{self.where}, workload {workload.name!r}",

@@ -42,15 +42,20 @@ class OpKind(str, Enum):
     other = "other"
 
 
+Init = Literal["randn", "rand", "randint", "ones", "zeros"]
+
+
 class InputSpec(BaseModel):
-    """One tensor argument: its shape (ints or dimension names), dtype and value generator."""
+    """One tensor argument: its shape (ints or dimension names), dtype and value distribution:
+    randn/rand times `scale` plus `offset`, integers in [low, high), or ones/zeros."""
 
     model_config = ConfigDict(extra="forbid")
     name: str
     shape: list[int | str]
     dtype: str = "float32"
-    init: Literal["randn", "rand", "randint", "ones", "zeros"] = "randn"
+    init: Init = "randn"
     scale: float = 1.0
+    offset: float = 0.0
     low: int = 0
     high: int = 2
 
@@ -62,12 +67,26 @@ class InputSpec(BaseModel):
         return v
 
 
+class InputDraw(BaseModel):
+    """A workload's own distribution for one input: the fields it sets replace the input's."""
+
+    model_config = ConfigDict(extra="forbid")
+    init: Init | None = None
+    scale: float | None = None
+    offset: float | None = None
+    low: int | None = None
+    high: int | None = None
+
+
 class Workload(BaseModel):
     """A named point in the op's shape space: values for the dimension names."""
 
     model_config = ConfigDict(extra="forbid")
     name: str
     dims: dict[str, int] = Field(default_factory=dict)
+    # Per-input distributions at this workload (native op.toml: `draws = { x = { scale = 4.0 } }`),
+    # used by every check: how a user makes an oracle discriminate (scripts/oracle_probe.py).
+    draws: dict[str, InputDraw] = Field(default_factory=dict)
     # Format-specific payload (e.g. a flashinfer-bench workload's input descriptors).
     extra: dict = Field(default_factory=dict)
     # False: a size the user did not list, added at freeze (scripts/sizes.py): a candidate must
@@ -82,6 +101,12 @@ class SizeProbe(BaseModel):
     workload: str  # the name it has (or would have had) as a correctness-only workload
     checked: bool  # True: it is one of the spec's workloads, untimed
     reason: str | None = None  # why it is not, when it is not
+
+
+class Degenerate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    message: str
+    workloads: dict[str, dict] = Field(default_factory=dict)
 
 
 class OpSpec(BaseModel):
@@ -100,6 +125,19 @@ class OpSpec(BaseModel):
     flops: str | None = None  # python expression over dims, e.g. "2*M*N*K"
     extra: dict = Field(default_factory=dict)
     sizes_probed: list[SizeProbe] = Field(default_factory=list)  # filled by freeze
+    # Filled by freeze where a constant, zeros or an input passed through passes the check
+    # (scripts/oracle_probe.py): its one-line `message`, and each timed workload's figures.
+    degenerate: Degenerate | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _plain_name(cls, v: str) -> str:
+        from scripts.safe_paths import name_problem
+
+        problem = name_problem(v)
+        if problem:
+            raise ValueError(problem)
+        return v
 
     @model_validator(mode="after")
     def _entry_has_symbol(self) -> OpSpec:
@@ -112,6 +150,11 @@ class OpSpec(BaseModel):
             raise ValueError(f"workload names repeat: {names}")
         if not any(w.timed for w in self.workloads):
             raise ValueError("at least one workload is timed")
+        inputs = {i.name for i in self.inputs}
+        for w in self.workloads:
+            unknown = sorted(set(w.draws) - inputs)
+            if unknown:
+                raise ValueError(f"workload {w.name!r} draws {unknown}, which are not inputs")
         return self
 
     def tolerance_for(self, dtype: str) -> float:
@@ -127,7 +170,9 @@ class OpSpec(BaseModel):
 
     def as_listed(self) -> OpSpec:
         """The spec as its input lists it: without the sizes freeze added."""
-        return self.model_copy(update={"workloads": self.timed_workloads, "sizes_probed": []})
+        return self.model_copy(
+            update={"workloads": self.timed_workloads, "sizes_probed": [], "degenerate": None}
+        )
 
     def workload(self, name: str) -> Workload:
         for w in self.workloads:

@@ -126,24 +126,40 @@ def _triton_surface_step(src_dir: str, entry: str) -> dict | None:
     return None if surface is None else asdict(surface)
 
 
-def _other_sizes_step(spec: dict, src_dir: str) -> dict:
+def _oracle_step(spec: dict, src_dir: str, sizes: bool, probe: bool) -> dict:
+    from scripts.fingerprint import device_kind
+    from scripts.oracle_probe import probe as probe_oracle
     from scripts.sizes import add_other_sizes
-    from scripts.spec import OpSpec
+    from scripts.spec import Degenerate, OpSpec
 
-    return add_other_sizes(OpSpec.model_validate(spec), Path(src_dir)).model_dump(mode="json")
+    op = OpSpec.model_validate(spec)
+    if probe:  # first: a reference with no finite output is refused before sizes are tried
+        found = probe_oracle(op, Path(src_dir), device_kind())
+        op = op.model_copy(
+            update={"degenerate": Degenerate.model_validate(found) if found else None}
+        )
+    if sizes:
+        op = add_other_sizes(op, Path(src_dir))
+    return op.model_dump(mode="json")
 
 
-def other_sizes(spec, src_dir: Path):
-    """`scripts.sizes.add_other_sizes` in the sandbox: proposing sizes imports the input (a
+def prepare_oracle(spec, src_dir: Path, sizes: bool = True, probe: bool = True):
+    """In one sandboxed process (each costs seconds to start): `scripts.oracle_probe.probe`,
+    which runs the reference on several draws (`spec.degenerate` set; BadInput for a reference
+    with no finite output), then `scripts.sizes.add_other_sizes`, which imports the input (a
     KernelBench problem is run on the meta device to see what its sizes change)."""
     from scripts.spec import OpSpec
 
+    if not (sizes or probe):
+        return spec
     data = call(
-        "other_sizes",
+        "prepare_oracle",
         str(src_dir),
         read=[src_dir],
         spec=spec.model_dump(mode="json"),
         src_dir=str(src_dir),
+        sizes=sizes,
+        probe=probe,
     )
     return OpSpec.model_validate(data)
 
@@ -151,7 +167,7 @@ def other_sizes(spec, src_dir: Path):
 STEPS = {
     "load_spec": _load_spec_step,
     "triton_surface": _triton_surface_step,
-    "other_sizes": _other_sizes_step,
+    "prepare_oracle": _oracle_step,
 }
 
 

@@ -43,6 +43,12 @@ def verify_workload(
         outs = load_outputs(root, record.trials[t])
         if isinstance(outs, str):
             return verdict(Status.FLAGGED, f"trial {t + 1}: {outs}")
+        if t == 0 and record.structure not in (None, reference.structure):
+            reason = (
+                f"output structure: it returns {record.structure}, "
+                f"the reference returns {reference.structure}"
+            )
+            return verdict(Status.INCORRECT_SHAPE, reason, tolerance=tol)
         status, reason, err = compare.compare(outs, refs, tol_for)
         if status is not None:
             return verdict(status, f"trial {t + 1}: {reason}", max_rel_error=err, tolerance=tol)

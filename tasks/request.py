@@ -6,6 +6,8 @@ before a server or a lane starts.
 
 from __future__ import annotations
 
+import math
+import os
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -73,8 +75,8 @@ def validate(req: BakeoffRequest) -> BakeoffRequest:
         raise BadInput("dispatch", f"unknown dispatch {req.dispatch!r}; use local or deployment")
     for field in ("lane_timeout_s", "check_timeout_s", "agent_timeout_s"):
         value = getattr(req, field)
-        if value is not None and value <= 0:
-            raise BadInput(field, f"must be positive, got {value}")
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise BadInput(field, f"must be positive and finite (seconds), got {value}")
     from tasks.roles_default import MIN_SAMPLES
 
     if req.samples is not None and req.samples < MIN_SAMPLES:
@@ -106,7 +108,17 @@ def validate(req: BakeoffRequest) -> BakeoffRequest:
 
         resolve(req.pool)  # raises for ids that do not exist here
         precompile_jobs()  # raises for a BAKEOFF_PRECOMPILE_JOBS that is not a number
-    return req.model_copy(update={"mode": mode, "backends": backends, "target_language": target})
+    # Absolute: the run records it, and `bakeoff apply` finds the input's repository by it,
+    # from whatever directory (or other clone) apply is called.
+    kernel_path = os.path.abspath(req.kernel_path)
+    return req.model_copy(
+        update={
+            "mode": mode,
+            "backends": backends,
+            "target_language": target,
+            "kernel_path": kernel_path,
+        }
+    )
 
 
 def lane_keys(wanted: list[tuple[str, LaneMode]]) -> list[LaneSpec]:

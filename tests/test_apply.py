@@ -224,3 +224,32 @@ def test_bakeoff_apply_command(tmp_path, frozen_rmsnorm, checked, capsys):
     assert "no winner" in capsys.readouterr().out
     assert main(["apply", str(tmp_path / "nowhere")]) == 2
     assert "no report.json" in capsys.readouterr().err
+
+
+def test_apply_targets_the_inputs_repository_from_anywhere(tmp_path, frozen_rmsnorm, checked):
+    """Called from inside another clone, apply still branches the repository holding the input
+    (the run records its absolute path); a run that recorded a relative one names no repository
+    and is refused with one line unless --repo says which."""
+    repo, report = source_report(tmp_path, frozen_rmsnorm, checked)
+    other = git.Repo.clone_from(repo.working_tree_dir, tmp_path / "other-clone")
+    run_dir = tmp_path / "run"
+    write_json(run_dir / "report.json", report)
+    done = run_cli("apply", str(run_dir), "--branch", "perf/here", cwd=tmp_path / "other-clone")
+    assert done.returncode == 0, done.stderr
+    assert "perf/here" in repo.heads and "perf/here" not in other.heads
+
+    relative = report.model_copy(update={"kernel_path": "kernels/rmsnorm"})
+    write_json(run_dir / "report.json", relative)
+    done = run_cli("apply", str(run_dir), cwd=tmp_path / "other-clone")
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "relative kernel path" in done.stderr and "--repo" in done.stderr
+    assert [h.name for h in other.heads] == ["main"]
+
+
+def test_a_request_records_an_absolute_kernel_path(tmp_path, monkeypatch):
+    from tasks.request import BakeoffRequest, validate
+
+    shutil.copytree(EXAMPLES / "rmsnorm_torch", tmp_path / "rmsnorm")
+    monkeypatch.chdir(tmp_path)
+    req = validate(BakeoffRequest(kernel_path="rmsnorm"))
+    assert req.kernel_path == str(tmp_path / "rmsnorm")

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from scripts.errors import BadInput
+
 from .conftest import EXAMPLES, run_cli
 
 TS = EXAMPLES / "flashinfer_traceset"
@@ -217,7 +219,90 @@ CASES = {
         ],
         ["problem.py", "lacks ['get_inputs']"],
     ),
+    "a symlink to a host file in the kernel directory": (
+        lambda t: [str(_linked(t, "passwd.py", "/etc/passwd"))],
+        ["op/passwd.py", "is a symbolic link (to /etc/passwd)"],
+    ),
+    "a symlink loop in the kernel directory": (
+        lambda t: [str(_linked(t, "loop", "loop"))],
+        ["op/loop", "is a symbolic link (to loop)"],
+    ),
+    "entry outside the directory": (
+        lambda t: [str(_native(t, lambda s: s.replace('"kernel.py:', f'"{_outside(t)}:')))],
+        ["op.toml", "outside the op directory"],
+    ),
+    "entry reaching out with ..": (
+        lambda t: [str(_native(t, lambda s: s.replace('"kernel.py:', '"../kernel.py:')))],
+        ["op.toml", "'../kernel.py' is outside the op directory"],
+    ),
+    "op name escaping the runs root": (
+        lambda t: [str(_native(t, lambda s: s.replace('"rmsnorm"', '"../../../tmp/bad/escaped"')))],
+        ["op.toml", "field name", "not a plain file name"],
+    ),
+    "a 300-character op name": (
+        lambda t: [str(_native(t, lambda s: s.replace('"rmsnorm"', f'"{"a" * 300}"')))],
+        ["op.toml", "field name", "300 characters, at most 100"],
+    ),
+    "a reference that returns all NaN": (
+        lambda t: [
+            str(
+                _native(
+                    t,
+                    lambda s: s.replace("flops =", 'reference = "ref.py:rmsnorm"\nflops ='),
+                    {"ref.py": NAN_REFERENCE},
+                )
+            )
+        ],
+        ["reference ref.py:rmsnorm", "holds no finite value", "checks nothing"],
+    ),
+    "workload draws an input it does not have": (
+        lambda t: [
+            str(
+                _native(
+                    t,
+                    lambda s: s.replace(
+                        "dims = { T = 256, H = 1024 }",
+                        "dims = { T = 256, H = 1024 }\ndraws = { y = { scale = 2.0 } }",
+                    ),
+                )
+            )
+        ],
+        ["op.toml", "workload 'tokens_256' draws ['y'], which are not inputs"],
+    ),
+    "not a safetensors file as a workload input": (
+        lambda t: [
+            str(_trace_set(t, edit_workload=lambda w: w["inputs"].update(_shadow(t)))),
+            "--op",
+            "rmsnorm_h256",
+        ],
+        ["shadow", "is not a safetensors file", "header length"],
+    ),
 }
+
+NAN_REFERENCE = (
+    "import torch\n\n\ndef rmsnorm(x, weight):\n    return torch.full_like(x, float('nan'))\n"
+)
+
+
+def _linked(tmp: Path, name: str, target: str) -> Path:
+    op = _native(tmp)
+    (op / name).symlink_to(target)
+    return op
+
+
+def _outside(tmp: Path) -> Path:
+    """A copy of the kernel outside the op directory, by absolute path."""
+    outside = tmp / "elsewhere" / "kernel.py"
+    outside.parent.mkdir()
+    shutil.copy(EXAMPLES / "rmsnorm_torch" / "kernel.py", outside)
+    return outside
+
+
+def _shadow(tmp: Path) -> dict:
+    """A workload input read from a file in /etc/shadow's format (not a safetensors file)."""
+    path = tmp / "shadow"
+    path.write_text("root:*:19000:0:99999:7:::\ndaemon:*:19000:0:99999:7:::\n")
+    return {"hidden_states": {"type": "safetensors", "path": str(path), "tensor_key": "x"}}
 
 
 def _write(path: Path, text: str) -> Path:
@@ -257,3 +342,139 @@ def test_list_of_a_directory_that_is_not_a_trace_set(tmp_path):
         f"bakeoff list: error: {tmp_path}: not a flashinfer-bench trace set: no definitions/ "
         "directory (expected definitions/<op_type>/<op>.json beside workloads/)"
     )
+
+
+# Freeze-time integrity: the oracle id is re-derived on every read of a task.
+
+
+def _editable_copy(task: Path, dest: Path) -> Path:
+    shutil.copytree(task, dest)
+    for p in [dest, *dest.rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    return dest
+
+
+def _one_line(done, command: str, *fragments: str) -> str:
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert lines[0].startswith(f"bakeoff {command}: error: "), lines[0]
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return lines[0]
+
+
+def test_a_forged_oracle_id_is_refused(tmp_path, frozen_rmsnorm):
+    from scripts import manifest
+
+    task = _editable_copy(frozen_rmsnorm, tmp_path / "task")
+    path = task / manifest.MANIFEST
+    data = json.loads(path.read_text())
+    real = data["oracle_sha256"]
+    assert manifest.verify(task) == real
+    data["oracle_sha256"] = ("1" if real[0] == "0" else "0") + real[1:]  # one byte changed
+    path.write_text(json.dumps(data))
+    kernel = str(EXAMPLES / "rmsnorm_torch" / "kernel.py")
+    done = run_cli("check", str(task), kernel, "--json")
+    _one_line(done, "check", "MANIFEST.json", "oracle_sha256 is not the one its files give")
+    assert done.stdout == "" and data["oracle_sha256"] not in done.stderr
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [lambda t: t[: len(t) // 2], lambda t: "[]", lambda t: '{"files": {"a": 1}}', lambda t: ""],
+    ids=["truncated", "a list", "wrong types", "empty"],
+)
+def test_a_damaged_manifest_is_one_line(tmp_path, frozen_rmsnorm, damage):
+    task = _editable_copy(frozen_rmsnorm, tmp_path / "task")
+    path = task / "MANIFEST.json"
+    path.write_text(damage(path.read_text()))
+    kernel = str(EXAMPLES / "rmsnorm_torch" / "kernel.py")
+    _one_line(run_cli("check", str(task), kernel), "check", "MANIFEST.json", "not a manifest")
+
+
+# Usage errors and numbers that are not numbers: one line, before anything starts.
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["run", "KERNEL", "--check-timeout", "nan"], "check_timeout_s: must be positive and"),
+        (["run", "KERNEL", "--lane-timeout", "inf"], "lane_timeout_s: must be positive and"),
+        (["run", "KERNEL", "--rounds", "0"], "argument --rounds: must be positive, got 0"),
+        (["check", "KERNEL", "KERNEL", "--timeout", "0"], "argument --timeout"),
+        (["check", "KERNEL", "KERNEL", "--timeout", "-inf"], "argument --timeout"),
+        (["run", "KERNEL", "--budget", "many"], "invalid int value: 'many'"),
+        (["freeze"], "the following arguments are required: kernel_path"),
+        (["frieze", "KERNEL"], "invalid choice: 'frieze'"),
+    ],
+)
+def test_usage_errors_are_one_line(tmp_path, args, fragment):
+    kernel = str(EXAMPLES / "rmsnorm_torch")
+    done = run_cli(*[kernel if a == "KERNEL" else a for a in args], cwd=tmp_path)
+    assert done.returncode == 2 and done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and fragment in lines[0], done.stderr
+    assert lines[0].startswith("bakeoff"), lines[0]
+    assert list(tmp_path.iterdir()) == []  # no run directory, nothing started
+
+
+def test_help_still_shows_the_usage():
+    done = run_cli("run", "--help")
+    assert done.returncode == 0 and "--check-timeout" in done.stdout
+
+
+def test_a_request_with_an_infinite_timeout_is_refused():
+    from tasks.request import BakeoffRequest, validate
+
+    kernel = str(EXAMPLES / "rmsnorm_torch")
+    for field in ("lane_timeout_s", "check_timeout_s"):
+        for value in (float("nan"), float("inf"), 0.0):
+            with pytest.raises(BadInput, match=f"{field}: must be positive and finite"):
+                validate(BakeoffRequest(kernel_path=kernel, **{field: value}))
+
+
+@pytest.mark.parametrize(
+    "url, fragment",
+    [
+        ("not a url", "not a url: cannot read the history database (ArgumentError"),
+        ("sqlite:////no/such/dir/h.db", "unable to open database file"),
+        ("postgresql://me:secret@127.0.0.1:1/db", "me:***@127.0.0.1:1/db"),
+    ],
+)
+def test_history_with_a_bad_database_url_is_one_line(tmp_path, url, fragment):
+    done = run_cli("history", "rmsnorm", "--db", url, cwd=tmp_path)
+    line = _one_line(done, "history", fragment)
+    assert "secret" not in line
+
+
+def test_control_characters_in_a_path_are_shown_escaped(tmp_path):
+    missing = tmp_path / "red\x1b[31mtext\nsecond"
+    done = run_cli("freeze", str(missing))
+    line = _one_line(done, "freeze", "red\\x1b[31mtext\\nsecond", "no such file or directory")
+    assert "\x1b" not in done.stderr and line
+
+
+def test_a_failed_freeze_leaves_no_runs_directory(tmp_path):
+    """The default output (runs/tasks/<op>) is made only for a freeze that succeeds: a baseline
+    that fails its own check (its entry disagrees with its reference) leaves nothing."""
+    op = _native(
+        tmp_path,
+        lambda s: s.replace("flops =", 'reference = "ref.py:rmsnorm"\nflops ='),
+        {
+            "ref.py": (EXAMPLES / "rmsnorm_torch" / "kernel.py").read_text(),
+            "kernel.py": "def rmsnorm(x, weight, eps=1e-6):\n    return x * weight\n",
+        },
+    )
+    work = tmp_path / "work"
+    work.mkdir()
+    done = run_cli("freeze", str(op), cwd=work)
+    _one_line(done, "freeze", "does not pass its own check")
+    assert list(work.iterdir()) == []
+
+
+def test_a_path_the_file_system_refuses_is_one_line(tmp_path):
+    too_long = tmp_path / ("x" * 300) / "task"
+    done = run_cli("freeze", str(EXAMPLES / "rmsnorm_torch"), "--out", str(too_long))
+    _one_line(done, "freeze", "x" * 300, "File name too long")
+    assert list(tmp_path.iterdir()) == []

@@ -25,7 +25,7 @@ import torch
 from scripts.errors import BadInput
 from scripts.formats import tensorfile, traceset
 from scripts.formats.staging import scratch_dir, write_file
-from scripts.program import generate, generator, resolve_entry, shape_of
+from scripts.program import drawn, generate, generator, resolve_entry, shape_of
 from scripts.spec import DTYPES, InputSpec, OpKind, OpSpec, Workload
 
 OPTIONS = ("op", "solution")
@@ -301,7 +301,7 @@ def make_inputs(spec: OpSpec, src_dir: Path, workload, seed: int, device: str) -
             values.append(tensorfile.read_tensor(path, source["tensor_key"], str(path)).to(device))
         else:
             shape = shape_of(inp, workload.dims, f"workload {workload.name!r}")
-            values.append(generate(inp, shape, gen, device))
+            values.append(generate(drawn(inp, workload), shape, gen, device))
     return values
 
 

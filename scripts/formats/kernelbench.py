@@ -24,6 +24,7 @@ import torch
 from scripts.errors import BadInput
 from scripts.formats.staging import scratch_dir
 from scripts.program import import_file, top_level_names
+from scripts.safe_paths import safe_name
 from scripts.sizes import Variant, targets
 from scripts.spec import DTYPES, InputSpec, OpKind, OpSpec, Workload
 
@@ -115,7 +116,7 @@ def load_spec(path: Path) -> tuple[OpSpec, Path]:
         if "shape" in d and d["dtype"] in DTYPES
     ]
     spec = OpSpec(
-        name=path.stem,
+        name=safe_name(path.stem),  # it names directories
         kind=guess_kind(path, source),
         language="torch",
         format="kernelbench",

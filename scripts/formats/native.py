@@ -12,10 +12,13 @@ name = "x"
 shape = ["M", "N"]
 dtype = "float32"
 init = "randn"                # randn | rand | randint | ones | zeros
+scale = 1.0                   # optional: randn/rand * scale + offset; randint in [low, high)
+offset = 0.0
 
 [[workloads]]
 name = "small"
 dims = { M = 128, N = 512 }
+draws = { x = { init = "rand", offset = 1.0 } }   # optional: this workload's distributions
 
 [tolerance]                   # optional, norm-relative, per output dtype
 float32 = 2e-5
@@ -30,6 +33,7 @@ from pydantic import ValidationError
 
 from scripts.errors import BadInput
 from scripts.program import check_entry, native_inputs, resolve_entry, shape_of
+from scripts.safe_paths import refuse_links
 from scripts.sizes import Variant, targets
 from scripts.spec import OpSpec, Workload
 
@@ -45,6 +49,7 @@ def load_spec(path: Path) -> tuple[OpSpec, Path]:
     path = Path(path)
     src_dir = path if path.is_dir() else path.parent
     spec_path = src_dir / SPEC_FILE
+    refuse_links(src_dir)  # before anything in it is read
     try:
         raw = tomllib.loads(spec_path.read_text())
     except tomllib.TOMLDecodeError as exc:

@@ -7,6 +7,7 @@ shape and [begin, end) byte offsets into the data that follows.
 from __future__ import annotations
 
 import json
+from math import prod
 from pathlib import Path
 
 import torch
@@ -28,18 +29,54 @@ DTYPES = {
 CODES = {v: k for k, v in DTYPES.items()}
 
 
+HEADER_MAX = 100 << 20  # safetensors' own readers refuse a header over 100 MB
+
+
 def read_header(path: Path, where: str) -> tuple[dict, int]:
-    """(header, offset of the data) of a safetensors file."""
+    """(header, offset of the data) of a safetensors file; BadInput naming the file when it is
+    not one (any file can be named: its first 8 bytes are not trusted as a length)."""
     path = Path(path)
     if not path.is_file():
         raise BadInput(where, f"tensor file {path} does not exist")
-    with open(path, "rb") as f:
-        size = int.from_bytes(f.read(8), "little")
-        try:
-            header = json.loads(f.read(size))
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise BadInput(where, f"{path.name} is not a safetensors file") from None
+
+    def bad(what: str) -> BadInput:
+        return BadInput(where, f"{path} is not a safetensors file: {what}")
+
+    try:
+        total = path.stat().st_size
+        with open(path, "rb") as f:
+            size = int.from_bytes(f.read(8), "little")
+            if total < 8 or size > min(total - 8, HEADER_MAX):
+                raise bad(f"its header length ({size} bytes) does not fit in its {total} bytes")
+            raw = f.read(size)
+    except OSError as exc:
+        raise BadInput(where, f"tensor file {path} cannot be read: {exc.strerror or exc}") from None
+    try:
+        header = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise bad("its header is not JSON") from None
+    if not isinstance(header, dict):
+        raise bad("its header is not a JSON object")
+    for key, entry in header.items():
+        if key != "__metadata__" and not _well_formed(entry, total - 8 - size):
+            raise bad(f"tensor {key!r} needs dtype, shape and data_offsets inside the file")
     return header, 8 + size
+
+
+def _well_formed(entry, data_bytes: int) -> bool:
+    if not isinstance(entry, dict) or not isinstance(entry.get("dtype"), str):
+        return False
+    shape, offsets = entry.get("shape"), entry.get("data_offsets")
+    ints = (list, tuple)
+    if not (isinstance(shape, ints) and all(isinstance(d, int) and d >= 0 for d in shape)):
+        return False
+    if not (isinstance(offsets, ints) and len(offsets) == 2):
+        return False
+    begin, end = offsets
+    if not (isinstance(begin, int) and isinstance(end, int) and 0 <= begin <= end <= data_bytes):
+        return False
+    dtype = DTYPES.get(entry["dtype"])
+    return dtype is None or end - begin == dtype.itemsize * prod(shape)
 
 
 def _entry(header: dict, path: Path, key: str, where: str) -> dict:

@@ -15,6 +15,7 @@ import json
 import shutil
 from pathlib import Path
 
+from scripts import manifest as manifest_mod
 from scripts.freeze import load_task
 from tasks.agents.knowledge import cards_for, learned_dir, starts_for
 from tasks.agents.messages import RoleError
@@ -57,7 +58,7 @@ def make_workspace(request, settings: AgentSettings) -> Workspace:
     i = request.inputs
     task_dir = Path(i["task_dir"])
     spec, _, baseline = load_task(task_dir)
-    manifest = json.loads((task_dir / "MANIFEST.json").read_text())
+    manifest = {"oracle_sha256": manifest_mod.verify(task_dir)}  # re-derived, not read
     arch = arch_of(task_dir)
     learned = learned_dir(settings.learned_dir)
     sheet = {

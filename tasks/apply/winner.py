@@ -170,7 +170,16 @@ def apply_winner(
 
     result = results_by_row(report, discovered).get((w.source, w.name))
     written = recorded(Path(report.run_dir))  # the input had no spec: the model wrote one
-    kernel = Path(written.input if written else report.kernel_path).resolve()
+    recorded_path = Path(written.input if written else report.kernel_path)
+    if not recorded_path.is_absolute():  # a run from before runs recorded absolute paths
+        if not repo_path:
+            raise BadInput(
+                str(recorded_path),
+                "the run recorded a relative kernel path, which names no one repository; "
+                "pass --repo",
+            )
+        recorded_path = Path(repo_path) / recorded_path
+    kernel = recorded_path.resolve()
     repo = open_repo(Path(repo_path) if repo_path else kernel)
     root = Path(repo.working_tree_dir).resolve()
     src = kernel if kernel.is_dir() else kernel.parent

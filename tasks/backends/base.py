@@ -7,13 +7,13 @@ loads by path. Nothing in a candidate points back into the task directory.
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from scripts import arch as arch_mod
+from scripts import manifest
 from scripts.freeze import load_task
 from scripts.spec import OpSpec
 from tasks.models import BackendStatus, CandidateRef
@@ -40,7 +40,7 @@ class BuildContext:
     ) -> BuildContext:
         task_dir = Path(task_dir)
         spec, src, baseline = load_task(task_dir)  # verifies the manifest
-        oracle = json.loads((task_dir / "MANIFEST.json").read_text())["oracle_sha256"]
+        oracle = manifest.verify(task_dir)  # the id its files give, not the one it records
         workdir = Path(workdir)
         workdir.mkdir(parents=True, exist_ok=True)
         return cls(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from scripts.errors import BadInput
 from tasks.store import history
 
 
@@ -40,10 +41,33 @@ def summary(run: history.RunOut) -> dict:
     }
 
 
+def _shown_url(url: str) -> str:
+    """The URL as the user may see it: its password hidden."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return url
+
+
+def _runs(url: str, name: str) -> list:
+    """The kernel's runs, or BadInput naming the database when it cannot be read at all (not a
+    URL, a driver this install lacks, no such server or file)."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    try:
+        return history.runs(url, name)
+    except (SQLAlchemyError, ImportError, ValueError, OSError) as exc:
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        why = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+        raise BadInput(_shown_url(url), f"cannot read the history database ({why})") from exc
+
+
 def show(kernel: str, runs_root: str, db: str | None, as_json: bool) -> int:
     url = db or history.history_url(runs_root)
     name = kernel_name(kernel)
-    found = history.runs(url, name)
+    found = _runs(url, name)
     if as_json:
         print(json.dumps([summary(r) for r in found], indent=1))
         return 0
