@@ -18,8 +18,11 @@ def test_softmax_discover_measures_torch_and_plans_lanes(frozen_softmax, tmp_pat
     check = make_check(frozen_softmax, samples=2)
     plan = discover(frozen_softmax, tmp_path, check)
     names = [r.candidate.name for r in plan.measured]
-    assert names == ["baseline", "torch-eager", *torch_compile.DISCOVER_MODES]
-    assert all(r.verdict.passed for r in plan.measured)
+    assert names[:-1] == ["baseline", "torch-eager", *torch_compile.DISCOVER_MODES]
+    assert names[-1].startswith("template-softmax-")  # the traced reference's softmax
+    assert all(r.verdict.passed for r in plan.measured), [r.verdict.reason for r in plan.measured]
+    template = plan.measured[-1].candidate
+    assert template.language == "triton" and "rowwise.py.j2 (softmax;" in template.origin
     assert set(plan.baseline_ms) == {"square", "wide"}
     assert set(plan.best_known_ms) == {"square", "wide"} and plan.best_backend
     assert plan.env_candidate is None  # no tuned env backend runs on a CPU
@@ -31,15 +34,17 @@ def test_softmax_discover_measures_torch_and_plans_lanes(frozen_softmax, tmp_pat
     assert "reference.py:softmax" in plan.plan[1].reason
 
 
-def test_rmsnorm_plans_an_author_lane_for_triton(frozen_rmsnorm, tmp_path):
+def test_rmsnorm_plans_a_template_lane_for_triton(frozen_rmsnorm, tmp_path):
+    """The hand-written RMSNorm is traced and matched: Triton's lane tunes the norm template."""
     check = make_check(frozen_rmsnorm, samples=1)
     plan = discover(frozen_rmsnorm, tmp_path, check, backends=["torch-compile", "triton"])
     assert [r.candidate.name for r in plan.measured][0] == "baseline"
-    assert [b.name for b in plan.backends] == ["torch-compile", "triton"]
+    assert [b.name for b in plan.backends] == ["torch-compile", "triton", "triton-templates"]
     assert [(p.language, p.mode) for p in plan.plan] == [
         ("torch", "optimize"),
-        ("triton", "author"),
+        ("triton", "optimize"),
     ]
+    assert "template norm.py.j2 for the traced rms_norm" in plan.plan[1].reason
 
 
 def test_a_failing_backend_is_reported_not_raised(frozen_rmsnorm, tmp_path, monkeypatch):

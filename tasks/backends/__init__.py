@@ -16,6 +16,7 @@ from tasks.backends import (
     hip_cpp,
     torch_compile,
     torch_eager,
+    triton_templates,
     triton_tune,
     tunableop,
 )
@@ -27,6 +28,7 @@ BACKENDS: list[Backend] = [
     torch_compile.BACKEND,
     tunableop.BACKEND,
     triton_tune.BACKEND,
+    triton_templates.BACKEND,
     cuda_cpp.BACKEND,
     hip_cpp.BACKEND,
     aiter_gemm.BACKEND,

@@ -99,6 +99,12 @@ def space(match: Match, vendor: str = "nvidia") -> tuple[Space, dict]:
     return Space(params, rule), default
 
 
+def describe(who: str, match: Match, config: dict) -> str:
+    """A candidate's origin: who proposed it, the template, the match and the configuration."""
+    shown = ", ".join(f"{k}={v}" for k, v in config.items())
+    return f"{who} {TEMPLATE[match.op]} ({match.label}; {shown})"
+
+
 def epilogue_steps(match: Match) -> list[str]:
     steps = []
     for e in match.params.get("epilogue", []):
@@ -186,7 +192,7 @@ def tunable(ctx: BuildContext, entry: str, match: Match, origin: str) -> Tunable
     sp, default = space(match, ctx.arch.vendor)
     return Tunable(
         sp,
-        lambda config: build(ctx, entry, match, config, origin),
+        lambda config: build(ctx, entry, match, config, describe(origin, match, config)),
         [default],
         language="triton",
         origin=origin,

@@ -173,8 +173,8 @@ def find(trace: dict) -> tuple[list[Match], list[str]]:
         if fields:
             found.append((fields, i, "route"))
     whole = _rms_whole(first.get("aten", []))
-    if whole and not any(f["op"] == "rms_norm" for f, _, _ in found):
-        found.append((whole, None, "whole"))
+    if whole:  # the whole graph is the op: its parts (the mean inside) are not matches
+        found = [(whole, None, "whole")]
     matches = []
     for fields, _, how in found:
         descs = {n: _desc_of(w, fields["reads"][0]) for n, w in loads.items()}
