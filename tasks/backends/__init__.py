@@ -14,6 +14,12 @@ from tasks.backends import (
     aiter_gemm,
     cuda_cpp,
     hip_cpp,
+    lib_aiter_ops,
+    lib_flag_gems,
+    lib_flashinfer,
+    lib_helion,
+    lib_liger,
+    lib_quack,
     torch_compile,
     torch_eager,
     triton_templates,
@@ -32,6 +38,12 @@ BACKENDS: list[Backend] = [
     cuda_cpp.BACKEND,
     hip_cpp.BACKEND,
     aiter_gemm.BACKEND,
+    lib_liger.BACKEND,
+    lib_flag_gems.BACKEND,
+    lib_quack.BACKEND,
+    lib_flashinfer.BACKEND,
+    lib_helion.BACKEND,
+    lib_aiter_ops.BACKEND,
 ]
 
 

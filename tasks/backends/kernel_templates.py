@@ -161,9 +161,9 @@ def {name}(*args):
     return head + body + wrappers._extras(ctx)
 
 
-def build(ctx: BuildContext, entry: str, match: Match, config: dict, origin: str) -> CandidateRef:
-    """Write the candidate for `match` at `config` and say where it came from."""
-    name = config_name(match, config)
+def place(ctx: BuildContext, entry: str, match: Match, name: str, impl: str, origin: str) -> Path:
+    """Write a candidate that sends `match` to `impl` (op_route's canonical functions): routed,
+    or for a whole match called on the reference's inputs. Libraries use it too."""
     if match.how == "whole":
         path = write_candidate(ctx, name, _whole_wrapper(ctx, entry, match, origin))
     else:
@@ -171,7 +171,14 @@ def build(ctx: BuildContext, entry: str, match: Match, config: dict, origin: str
         shutil.copy2(ROUTE, path / ROUTE.name)
         route = {"op": match.op, "epilogue": match.params.get("epilogue", [])}
         (path / "route.json").write_text(json.dumps(route))
-    (path / "impl.py").write_text(render_impl(match, config))
+    (path / "impl.py").write_text(impl)
+    return path
+
+
+def build(ctx: BuildContext, entry: str, match: Match, config: dict, origin: str) -> CandidateRef:
+    """Write the candidate for `match` at `config` and say where it came from."""
+    name = config_name(match, config)
+    path = place(ctx, entry, match, name, render_impl(match, config), origin)
     return CandidateRef(
         name=name,
         language="triton",
