@@ -74,6 +74,7 @@ CASES = {
         "torch.randn(16, 24)",
     ),
     "sum": ("        pass", "x", "x.sum(dim=1)", "torch.randn(3, 17, 5)"),
+    "cumsum": ("        pass", "x", "torch.cumsum(x, dim=-1)", "torch.randn(3, 5, 40)"),
 }
 
 
@@ -208,6 +209,16 @@ def test_reduction_templates(tmp_path, op):
             for keepdim in (False, True):
                 want = getattr(torch, op)(x, dim, keepdim=keepdim)
                 torch.testing.assert_close(getattr(impl, op)(x, dim, keepdim), want)
+
+
+def test_scan_template(tmp_path):
+    x = torch.randn(3, 5, 300)  # 15 rows of 300: chunks of 256 leave a tail
+    m = Match("cumsum", "route", "float32", {"w": [3, 5, 300]}, ["in0"], {"dim": -1})
+    extra = [{"passes": "chunked", "BLOCK_N": 256, "persistent": True}]
+    for i, c in enumerate(_configs(m, extra)):
+        impl = _load(kt.render_impl(m, c), tmp_path, f"scan{i}")
+        torch.testing.assert_close(impl.cumsum(x, -1), torch.cumsum(x, -1), rtol=1e-5, atol=1e-4)
+        assert impl.cumsum(x, 0) is None
 
 
 @pytest.mark.parametrize(

@@ -33,6 +33,7 @@ TEMPLATE = {
     "mean": "reduce.py.j2",
     "amax": "reduce.py.j2",
     "amin": "reduce.py.j2",
+    "cumsum": "scan.py.j2",
 }
 # Triton expressions of the epilogues a GEMM template fuses (acc: the fp32 accumulator).
 _EPILOGUE = {
@@ -54,9 +55,15 @@ def space(match: Match, vendor: str = "nvidia") -> tuple[Space, dict]:
     """The configuration space of the match's template on this vendor, and its default point."""
     warps, stages = Param("num_warps", (1, 2, 4, 8, 16)), Param("num_stages", (1, 2, 3, 4))
     n = _widest(match)
-    if match.op in ("softmax", "log_softmax", "cross_entropy", "layer_norm", "rms_norm"):
+    if match.op in ("softmax", "log_softmax", "cross_entropy", "layer_norm", "rms_norm", "cumsum"):
         rowwise = match.op in ("softmax", "log_softmax", "cross_entropy")
-        passes = ("row", "online", "max_sum") if rowwise else ("row", "looped")
+        passes = (
+            ("row", "online", "max_sum")
+            if rowwise
+            else ("row", "chunked")
+            if match.op == "cumsum"
+            else ("row", "looped")
+        )
         params = [Param("passes", passes), Param("BLOCK_N", (256, 512, 1024, 2048, 4096)),
                   warps, stages, Param("persistent", (False, True))]  # fmt: skip
 

@@ -20,7 +20,7 @@ REDUCTIONS = ("sum", "mean", "amax", "amin")
 
 @dataclass
 class Match:
-    op: str  # softmax, log_softmax, layer_norm, rms_norm, cross_entropy, linear, sum, mean, ...
+    op: str  # softmax, log_softmax, layer_norm, rms_norm, cross_entropy, linear, sum, cumsum...
     how: str  # "route" or "whole"
     dtype: str
     shapes: dict[str, list[int]]  # workload -> shape of the tensor the op reads first
@@ -66,7 +66,7 @@ def _route_match(calls: list[dict], i: int, outputs: list[str]) -> tuple[dict | 
     desc = c["out_desc"][0] if c["out_desc"] else None
     if x is None or desc is None:
         return None, None
-    if fn in ("softmax", "log_softmax"):
+    if fn in ("softmax", "log_softmax", "cumsum"):
         dim = _arg(c, 1, "dim")
         if not _last_dim(dim, len(desc["shape"])):
             return None, f"{fn} over dim {dim}, not the last"

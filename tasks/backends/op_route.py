@@ -12,6 +12,7 @@ before. Everything the reference does besides the matched op stays torch.
     cross_entropy(logits, target, reduction)
     linear(x, w, bias)                 (the matched epilogue applied inside)
     sum / mean / amax / amin(x, dim, keepdim)
+    cumsum(x, dim)
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def operands(op: str, fn: str, args, kwargs):
     if not args or not isinstance(args[0], torch.Tensor):
         return None
     x = args[0]
-    if op in ("softmax", "log_softmax") and fn == op:
+    if op in ("softmax", "log_softmax", "cumsum") and fn == op:
         if kwargs.get("dtype") is not None:
             return None
         return (x, _arg(args, kwargs, 1, "dim"))
