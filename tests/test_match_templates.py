@@ -75,6 +75,12 @@ CASES = {
     ),
     "sum": ("        pass", "x", "x.sum(dim=1)", "torch.randn(3, 17, 5)"),
     "cumsum": ("        pass", "x", "torch.cumsum(x, dim=-1)", "torch.randn(3, 5, 40)"),
+    "scaled_dot_product_attention": (
+        "        pass",
+        "q, k, v",
+        "F.scaled_dot_product_attention(q, k, v, is_causal=True)",
+        "torch.randn(2, 3, 9, 16), torch.randn(2, 3, 9, 16), torch.randn(2, 3, 9, 16)",
+    ),
 }
 
 
@@ -209,6 +215,23 @@ def test_reduction_templates(tmp_path, op):
             for keepdim in (False, True):
                 want = getattr(torch, op)(x, dim, keepdim=keepdim)
                 torch.testing.assert_close(getattr(impl, op)(x, dim, keepdim), want)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_template(tmp_path, causal):
+    """37 queries over 29 keys of dim 24: none a multiple of the 16-wide blocks."""
+    q, k, v = torch.randn(2, 3, 37, 24), torch.randn(2, 3, 29, 24), torch.randn(2, 3, 29, 24)
+    m = Match("scaled_dot_product_attention", "route", "float32", {"w": [2, 3, 37, 24]}, ["in0"])
+    want = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    extra = [{"BLOCK_M": 16, "BLOCK_N": 16, "precision": "ieee"}]
+    for i, c in enumerate(_configs(m, extra)):
+        impl = _load(kt.render_impl(m, c), tmp_path, f"attn{i}")
+        got = impl.scaled_dot_product_attention(q, k, v, None, 0.0, causal, None, False)
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+        masked = impl.scaled_dot_product_attention(
+            q, k, v, torch.ones(37, 29).bool(), 0.0, causal, None, False
+        )
+        assert masked is None  # a mask: left to torch
 
 
 def test_scan_template(tmp_path):

@@ -34,6 +34,7 @@ TEMPLATE = {
     "amax": "reduce.py.j2",
     "amin": "reduce.py.j2",
     "cumsum": "scan.py.j2",
+    "scaled_dot_product_attention": "attention.py.j2",
 }
 # Triton expressions of the epilogues a GEMM template fuses (acc: the fp32 accumulator).
 _EPILOGUE = {
@@ -79,8 +80,15 @@ def space(match: Match, vendor: str = "nvidia") -> tuple[Space, dict]:
                    "num_warps": 4 if n <= 1024 else 8 if n <= 4096 else 16, "num_stages": 1,
                    "persistent": False}  # fmt: skip
         return Space(params, rule), default
+    precision = ("tf32x3", "ieee") if vendor == "nvidia" else ("ieee",)
+    if match.op == "scaled_dot_product_attention":
+        params = [Param("BLOCK_M", (16, 32, 64, 128)), Param("BLOCK_N", (16, 32, 64, 128)),
+                  Param("num_warps", (4, 8)), Param("num_stages", (1, 2, 3)),
+                  Param("precision", precision if match.dtype == "float32" else ("native",))]  # fmt: skip
+        default = {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "num_stages": 2,
+                   "precision": params[-1].values[0]}  # fmt: skip
+        return Space(params), default
     if match.op == "linear":
-        precision = ("tf32x3", "ieee") if vendor == "nvidia" else ("ieee",)
         params = [Param("BLOCK_M", (32, 64, 128)), Param("BLOCK_N", (32, 64, 128, 256)),
                   Param("BLOCK_K", (16, 32, 64)), Param("GROUP_M", (1, 8)),
                   Param("num_warps", (4, 8)), Param("num_stages", (2, 3, 4)),

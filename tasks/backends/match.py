@@ -108,6 +108,13 @@ def _route_match(calls: list[dict], i: int, outputs: list[str]) -> tuple[dict | 
         w, b = _tensor(c["args"][1]), _tensor(_arg(c, 2, "bias"))
         return {"op": "linear", "reads": [x, w] + ([b] if b else []),
                 "params": {"epilogue": epilogue, "has_bias": b is not None}}, None  # fmt: skip
+    if fn == "scaled_dot_product_attention":
+        if _arg(c, 3, "attn_mask") is not None or _arg(c, 4, "dropout_p", 0.0):
+            return None, "attention with a mask or dropout: the template takes neither"
+        if len(desc["shape"]) != 4 or _arg(c, 7, "enable_gqa", False):
+            return None, "attention not on [batch, heads, seq, dim] of equal heads"
+        reads = [x, _tensor(_arg(c, 1, "key")), _tensor(_arg(c, 2, "value"))]
+        return {"op": fn, "reads": reads, "params": {"is_causal": bool(_arg(c, 5, "is_causal", False))}}, None  # fmt: skip
     if fn in REDUCTIONS:
         dim = _arg(c, 1, "dim")
         if dim is None or (isinstance(dim, list) and len(dim) != 1):

@@ -13,6 +13,7 @@ before. Everything the reference does besides the matched op stays torch.
     linear(x, w, bias)                 (the matched epilogue applied inside)
     sum / mean / amax / amin(x, dim, keepdim)
     cumsum(x, dim)
+    scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
 """
 
 from __future__ import annotations
@@ -59,6 +60,11 @@ def operands(op: str, fn: str, args, kwargs):
         return (x, args[1], _arg(args, kwargs, 6, "reduction", "mean")) if plain else None
     if op == "linear" and fn == "linear":
         return (x, args[1], _arg(args, kwargs, 2, "bias"))
+    if op == "scaled_dot_product_attention" and fn == op and len(args) >= 3:
+        names = ("attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
+        defaults = (None, 0.0, False, None, False)
+        rest = [_arg(args, kwargs, 3 + i, n, d) for i, (n, d) in enumerate(zip(names, defaults))]
+        return (x, args[1], args[2], *rest)
     if op in REDUCTIONS and fn == op:
         dim = _arg(args, kwargs, 1, "dim")
         if kwargs.get("dtype") is not None or dim is None:
