@@ -71,7 +71,10 @@ def tunable(ctx: BuildContext):
     """The main match's template space (for the Triton lane on a torch op), or None."""
     if triton_runs_here() is not None:
         return None
-    entry, found, _ = matches(ctx)
+    try:
+        entry, found, _ = matches(ctx)
+    except Exception:  # a reference the sandbox cannot trace has nothing to tune here
+        return None
     m = main_match(found)
     if m is None:
         return None
