@@ -296,3 +296,31 @@ def test_route_replaces_the_matched_gemm_and_its_epilogue(tmp_path):
             got = F.gelu(lin(x)) * 2
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
     assert route.Route.engaged == 1
+
+
+def test_one_route_replaces_every_match(tmp_path):
+    """route.json with several routes: the GEMM (+ReLU) and the softmax after it both go to
+    their templates, in one candidate."""
+    route_dir = tmp_path / "all"
+    route_dir.mkdir()
+    shutil.copy2(kt.ROUTE, route_dir / "op_route.py")
+    gemm = Match(
+        "linear", "route", "float32", {"w": [6, 10]}, ["in0"], {"epilogue": [{"fn": "relu"}]}
+    )
+    soft = Match("softmax", "route", "float32", {"w": [6, 12]}, ["c1"], {"dim": -1})
+    routes = []
+    for i, m in enumerate((gemm, soft)):
+        (route_dir / f"impl_{i}.py").write_text(kt.render_impl(m, kt.space(m)[1]))
+        routes.append(
+            {"op": m.op, "epilogue": m.params.get("epilogue", []), "impl": f"impl_{i}.py"}
+        )
+    (route_dir / "route.json").write_text(json.dumps({"routes": routes}))
+    route = _load((route_dir / "op_route.py").read_text(), route_dir, "op_route")
+    route.Route.engaged = 0
+    lin, x = torch.nn.Linear(10, 12), torch.randn(6, 10)
+    with torch.no_grad():
+        want = torch.softmax(torch.relu(lin(x)), -1)
+        with route.Route():
+            got = torch.softmax(torch.relu(lin(x)), -1)
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+    assert route.Route.engaged == 2

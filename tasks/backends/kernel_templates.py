@@ -190,6 +190,27 @@ def place(ctx: BuildContext, entry: str, match: Match, name: str, impl: str, ori
     return path
 
 
+def build_all(ctx: BuildContext, entry: str, found: list[Match], origin: str) -> CandidateRef:
+    """One candidate routing every routed match to its template at its default point."""
+    routes, configs = [], []
+    digest = hashlib.sha256("".join(m.label for m in found).encode()).hexdigest()[:8]
+    name = f"template-all-{digest}"
+    path = write_candidate(ctx, name, wrappers.routed(ctx, entry, ROUTE.name, "Route", origin))
+    shutil.copy2(ROUTE, path / ROUTE.name)
+    for i, m in enumerate(found):
+        _, config = space(m, ctx.arch.vendor)
+        (path / f"impl_{i}.py").write_text(render_impl(m, config))
+        routes.append(
+            {"op": m.op, "epilogue": m.params.get("epilogue", []), "impl": f"impl_{i}.py"}
+        )
+        configs.append({"match": m.label, "template": TEMPLATE[m.op], "config": config})
+    (path / "route.json").write_text(json.dumps({"routes": routes}))
+    return CandidateRef(
+        name=name, language="triton", mode="optimize", path=str(path), origin=origin,
+        params={"templates": configs},
+    )  # fmt: skip
+
+
 def build(ctx: BuildContext, entry: str, match: Match, config: dict, origin: str) -> CandidateRef:
     """Write the candidate for `match` at `config` and say where it came from."""
     name = config_name(match, config)

@@ -73,26 +73,32 @@ def operands(op: str, fn: str, args, kwargs):
     return None
 
 
-def _load_impl():
-    spec = importlib.util.spec_from_file_location("_bakeoff_route_impl", _HERE / "impl.py")
+def _load_impl(name: str):
+    spec = importlib.util.spec_from_file_location(f"_bakeoff_route_{name[:-3]}", _HERE / name)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
 class Route(TorchFunctionMode):
-    """Sends the matched op's calls to impl.py; a GEMM's epilogue calls that follow it on its
-    output are then answered by that output, which already holds them."""
+    """Sends each matched op's calls to its implementation; a GEMM's epilogue calls that follow
+    it on its output are then answered by that output, which already holds them. route.json is
+    one route ({"op", "epilogue"}, implemented by impl.py) or several ({"routes": [{"op",
+    "epilogue", "impl"}, ...]}, one candidate replacing every match)."""
 
-    impl = None
+    impls: dict[str, object] = {}
     engaged = 0
 
     def __init__(self):
         super().__init__()
         route = json.loads((_HERE / "route.json").read_text())
-        self.op, self.epilogue = route["op"], [e["fn"] for e in route.get("epilogue", [])]
-        if Route.impl is None:
-            Route.impl = _load_impl()
+        self.routes = [
+            (r["op"], [e["fn"] for e in r.get("epilogue", [])], r.get("impl", "impl.py"))
+            for r in route.get("routes", [route])
+        ]
+        for _, _, name in self.routes:
+            if name not in Route.impls:
+                Route.impls[name] = _load_impl(name)
         self._pending: dict[int, tuple[torch.Tensor, list[str]]] = {}
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -105,11 +111,13 @@ class Route(TorchFunctionMode):
                 if left[1:]:
                     self._pending[id(out)] = (out, left[1:])
                 return out
-        ops = operands(self.op, fn, args, kwargs)
-        out = None if ops is None else getattr(Route.impl, self.op)(*ops)
-        if out is None:
-            return func(*args, **kwargs)
-        Route.engaged += 1
-        if self.op == "linear" and self.epilogue:
-            self._pending[id(out)] = (out, list(self.epilogue))
-        return out
+        for op, epilogue, name in self.routes:
+            ops = operands(op, fn, args, kwargs)
+            out = None if ops is None else getattr(Route.impls[name], op)(*ops)
+            if out is None:
+                continue
+            Route.engaged += 1
+            if op == "linear" and epilogue:
+                self._pending[id(out)] = (out, list(epilogue))
+            return out
+        return func(*args, **kwargs)

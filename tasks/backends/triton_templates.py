@@ -53,6 +53,11 @@ class TritonTemplates(Backend):
         entry, found, notes = matches(ctx)
         self._notes = notes
         out = []
+        routed = [m for m in found if m.how == "route"]
+        if len(routed) > 1:  # besides one candidate per match: all of them at once
+            labels = " + ".join(m.label for m in routed)
+            who = f"{NAME} every match at its default ({labels})"
+            out.append(kernel_templates.build_all(ctx, entry, routed, who))
         for m in found:
             _, default = kernel_templates.space(m, ctx.arch.vendor)
             out.append(
