@@ -46,6 +46,8 @@ def test_device_rules(monkeypatch):
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     assert "runs on a GPU" in lib_flashinfer.BACKEND.unavailable_reason()
     monkeypatch.setenv("TRITON_INTERPRET", "1")
+    assert "runs on a GPU" in lib_liger.BACKEND.unavailable_reason()  # not asked for on the CPU
+    monkeypatch.setenv("BAKEOFF_INTERPRETED_TEMPLATES", "1")
     assert lib_liger.BACKEND.unavailable_reason() is None  # Triton kernels: the interpreter
     assert "runs on a GPU" in lib_quack.BACKEND.unavailable_reason()  # CuTe DSL: no CPU path
     monkeypatch.setattr(library, "gpu_vendor", lambda: "amd")

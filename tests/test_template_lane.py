@@ -15,7 +15,8 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def test_triton_lane_tunes_the_rmsnorm_template(frozen_rmsnorm, tmp_path):
+def test_triton_lane_tunes_the_rmsnorm_template(frozen_rmsnorm, tmp_path, monkeypatch):
+    monkeypatch.setenv("BAKEOFF_INTERPRETED_TEMPLATES", "1")  # templates on the CPU: asked for
     check = make_check(frozen_rmsnorm, samples=1)
     results = run_search(
         frozen_rmsnorm, "triton", "optimize", tmp_path, check, budget_evals=2, budget_s=600

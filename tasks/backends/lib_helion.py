@@ -67,7 +67,8 @@ class Helion(Library):
     IMPL = IMPL
 
     def unavailable_reason(self) -> str | None:
-        if gpu_vendor() is None and os.environ.get("HELION_INTERPRET") == "1":
+        opted = os.environ.get("BAKEOFF_INTERPRETED_TEMPLATES") == "1"
+        if gpu_vendor() is None and os.environ.get("HELION_INTERPRET") == "1" and opted:
             import importlib.util
 
             return None if importlib.util.find_spec("helion") else super().unavailable_reason()

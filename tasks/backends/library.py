@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import importlib.util
-import os
 
 import torch
 
@@ -55,7 +54,9 @@ class Library(Backend):
             return f"{self.dist} is not installed (pip install 'kernel-bakeoff[{extra}]')"
         vendor = gpu_vendor()
         if vendor is None:
-            if self.interpreter and os.environ.get("TRITON_INTERPRET") == "1":
+            from tasks.backends.triton_templates import interpreted_allowed
+
+            if self.interpreter and interpreted_allowed():
                 return None
             return f"{self.dist} runs on a GPU ({', '.join(self.vendors)}); none here"
         if vendor not in self.vendors:
