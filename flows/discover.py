@@ -17,6 +17,7 @@ from flows.lane import review
 from tasks.agents import ask
 from tasks.backends import languages
 from tasks.discover_resume import ResumingEvaluator, finished_checks
+from tasks.discover_table import matched_line
 from tasks.gpu_pool import DevicePool
 from tasks.results import DiscoverOutcome, PoolConfig
 from tasks.run_store import LaneStore, code_version, read_json, task_identity, write_json
@@ -107,6 +108,7 @@ def discover(
         logger.warning(f"the harness failed on {', '.join(broken)}; a re-run measures again")
     outcome = DiscoverOutcome(plan=plan, review=verdict, cache_key="" if broken else key)
     write_json(outcome_path, outcome)
+    logger.info(matched_line(plan))
     entries = ", ".join(f"{e.language or '(unnamed)'}:{e.mode}" for e in plan.plan)
     logger.info(f"plan: {entries or 'empty'}; reviewer: {verdict.decision}")
     return outcome

@@ -41,7 +41,12 @@ def discover_line(found: DiscoverOutcome | None) -> str:
     )
     planned = ", ".join(f"{p.language}:{p.mode}" for p in plan.plan) or "none"
     reused = " (reused)" if found.reused else ""
-    return f"Discover{reused}: measured {rows or 'nothing'}; planned lanes {planned}"
+    from tasks.discover_table import matched_line
+
+    return (
+        f"Discover{reused}: measured {rows or 'nothing'}; planned lanes {planned}; "
+        + matched_line(plan)
+    )
 
 
 def lane_line(lane: LaneResult) -> str:

@@ -164,8 +164,15 @@ def prepare_oracle(spec, src_dir: Path, sizes: bool = True, probe: bool = True):
     return OpSpec.model_validate(data)
 
 
+def _trace_step(spec: dict, src_dir: str, entry: str) -> dict:
+    from tasks.backends.trace import trace_step
+
+    return trace_step(spec, src_dir, entry)
+
+
 STEPS = {
     "load_spec": _load_spec_step,
+    "trace": _trace_step,
     "triton_surface": _triton_surface_step,
     "prepare_oracle": _oracle_step,
 }

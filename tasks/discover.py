@@ -81,9 +81,30 @@ def _proposals(ctx: BuildContext, chosen, statuses: list[BackendStatus]) -> list
         if not refs and backend.lane and backend.implementation(ctx):
             status.reason = "measured as the baseline; its configurations are a search lane's"
         elif not refs:
-            status.reason = "nothing to propose for this op"
+            status.reason = backend.nothing_reason(ctx) or "nothing to propose for this op"
         proposed += refs
     return proposed
+
+
+def traced(ctx: BuildContext) -> tuple[dict, list[dict], list[str]]:
+    """The reference's trace summary: per-workload flops and bytes, its matches and notes. A
+    reference the sandbox cannot trace is said in the notes, never fatal."""
+    from tasks.backends import triton_templates
+    from tasks.backends.trace import trace_isolated
+
+    try:
+        entry, found, notes = triton_templates.matches(ctx)
+        if entry is None:
+            return {}, [], notes
+        loads = trace_isolated(ctx, entry)["workloads"]
+    except Exception as exc:
+        return {}, [], [f"could not trace the reference: {type(exc).__name__}: {exc}"[:300]]
+    summary = {
+        name: {"flops": w["flops"], "bytes": w["bytes"]}
+        for name, w in loads.items()
+        if "flops" in w
+    }
+    return summary, [m.as_dict() for m in found], notes
 
 
 def discover(
@@ -105,6 +126,7 @@ def discover(
     measured = [baseline] + [check_fn(ref) for ref in proposed]
 
     base_ms = _frozen_baseline_ms(ctx, baseline)
+    summary, matches, notes = traced(ctx)
     passed = [r for r in measured if score(r.verdict) is not None]
     best = min(passed, key=lambda r: score(r.verdict), default=None)
     env = [
@@ -120,4 +142,7 @@ def discover(
         measured=measured,
         backends=statuses,
         plan=plan_lanes(ctx, statuses),
+        traced=summary,
+        matches=matches,
+        match_notes=notes,
     )

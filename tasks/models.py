@@ -50,3 +50,9 @@ class DiscoverPlan(BaseModel):
     measured: list[CandidateResult] = Field(default_factory=list)
     backends: list[BackendStatus] = Field(default_factory=list)
     plan: list[PlanEntry] = Field(default_factory=list)
+    # The reference traced without a model (tasks/backends/trace.py): per timed workload its
+    # {"flops", "bytes"}, the op classes matched in it (tasks/backends/match.Match.as_dict), and
+    # why nothing (or what else) was matched.
+    traced: dict[str, dict] = Field(default_factory=dict)
+    matches: list[dict] = Field(default_factory=list)
+    match_notes: list[str] = Field(default_factory=list)

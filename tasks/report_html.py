@@ -19,6 +19,7 @@ from pathlib import Path
 import jinja2
 
 from scripts.spec import OpSpec
+from tasks import discover_table
 from tasks.models import CandidateResult
 from tasks.ranking import baseline_stats
 from tasks.results import CandidateRow, DiscoverOutcome, Report
@@ -281,7 +282,7 @@ def build(
     baseline = json.loads((task / "baseline.json").read_text())
     _, base_spread = baseline_stats(task)
     rates = rates or device_rates(fingerprint)
-    floor_rows = floors(spec, rates)
+    floor_rows = floors(spec, rates, discovered.plan.traced if discovered else None)
     results = results_by_row(report, discovered)
     figures = speedup_figures(report, results, base_spread)
     figures["roofline"] = roofline_figure(report, results, floor_rows)
@@ -298,6 +299,8 @@ def build(
         figures_json=_script_json(figures),
         plotly_js=PLOTLY.read_text(),
         unleased=[lane for lane in report.lanes if lane.lease is None or not lane.lease.end],
+        discover_rows=discover_table.rows(discovered.plan, floor_rows) if discovered else [],
+        matched=discover_table.matched_line(discovered.plan) if discovered else "",
     )
     return page, figures
 

@@ -3,7 +3,9 @@ memory bandwidth and compute peak, so a time can be read against the op's floors
 
 Bytes: the op spec's `extra.bytes` expression when it declares one, else every input read once
 (its shape over the workload's dims times its dtype's size). Outputs are not counted then: the
-op spec does not declare them, so that floor is a lower bound. Flops: the spec's `flops`.
+op spec does not declare them, so that floor is a lower bound. Flops: the spec's `flops`. Where
+the spec declares neither, the reference's trace on the meta device gives both (its flops from
+FlopCounterMode, its bytes from every tensor it reads and writes): a KernelBench problem's.
 
 Rates: on a GPU, the datasheet figures the harness's physical-floor check uses (scripts/arch.py);
 on the CPU, where that table holds only deliberately generous placeholders, the rates are
@@ -63,17 +65,24 @@ def input_bytes(spec: OpSpec, dims: dict[str, int]) -> float:
     return total
 
 
-def floors(spec: OpSpec, rates: DeviceRates) -> list[WorkloadFloor]:
+def floors(
+    spec: OpSpec, rates: DeviceRates, traced: dict[str, dict] | None = None
+) -> list[WorkloadFloor]:
+    """Per timed workload. `traced` (workload -> {"flops", "bytes"}, from the reference's trace on
+    the meta device: tasks/backends/trace.py) fills in what the spec does not declare."""
     out = []
     for w in spec.timed_workloads:
+        seen = (traced or {}).get(w.name) or {}
         declared = timing.evaluate(spec.extra.get("bytes"), w.dims)
-        nbytes = declared or input_bytes(spec, w.dims)
-        rule = (
-            "declared by the op spec (extra.bytes)"
-            if declared
-            else "inputs read once, from the spec's shapes; outputs not counted (a lower bound)"
-        )
-        flops = timing.evaluate(spec.flops, w.dims)
+        if declared:
+            nbytes, rule = declared, "declared by the op spec (extra.bytes)"
+        elif seen.get("bytes"):
+            nbytes = float(seen["bytes"])
+            rule = "traced: inputs, parameters and outputs, each moved once"
+        else:
+            nbytes = input_bytes(spec, w.dims)
+            rule = "inputs read once, from the spec's shapes; outputs not counted (a lower bound)"
+        flops = timing.evaluate(spec.flops, w.dims) or float(seen.get("flops") or 0)
         out.append(
             WorkloadFloor(
                 workload=w.name,

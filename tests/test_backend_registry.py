@@ -34,7 +34,11 @@ def test_select_by_name_or_language_and_refuse_unknown():
         "torch-compile",
         "tunableop",
     ]
-    assert [b.name for b in backends.select(["triton", "aiter"])] == ["triton", "aiter"]
+    assert [b.name for b in backends.select(["triton", "aiter"])] == [
+        "triton",
+        "triton-templates",
+        "aiter",
+    ]
     with pytest.raises(BadInput, match="unknown backend"):
         backends.select(["fortran"])
 

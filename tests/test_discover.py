@@ -5,12 +5,16 @@ from tasks.discover import discover
 from tests.inprocess_check import make_check
 
 
-def test_softmax_discover_measures_torch_and_plans_lanes(frozen_softmax, tmp_path):
+def test_softmax_discover_measures_torch_and_plans_lanes(frozen_softmax, tmp_path, monkeypatch):
+    monkeypatch.setenv("BAKEOFF_INTERPRETED_TEMPLATES", "1")  # templates on the CPU: asked for
     check = make_check(frozen_softmax, samples=2)
     plan = discover(frozen_softmax, tmp_path, check)
     names = [r.candidate.name for r in plan.measured]
-    assert names == ["baseline", "torch-eager", *torch_compile.DISCOVER_MODES]
-    assert all(r.verdict.passed for r in plan.measured)
+    assert names[:-1] == ["baseline", "torch-eager", *torch_compile.DISCOVER_MODES]
+    assert names[-1].startswith("template-softmax-")  # the traced reference's softmax
+    assert all(r.verdict.passed for r in plan.measured), [r.verdict.reason for r in plan.measured]
+    template = plan.measured[-1].candidate
+    assert template.language == "triton" and "rowwise.py.j2 (softmax;" in template.origin
     assert set(plan.baseline_ms) == {"square", "wide"}
     assert set(plan.best_known_ms) == {"square", "wide"} and plan.best_backend
     assert plan.env_candidate is None  # no tuned env backend runs on a CPU
@@ -22,15 +26,30 @@ def test_softmax_discover_measures_torch_and_plans_lanes(frozen_softmax, tmp_pat
     assert "reference.py:softmax" in plan.plan[1].reason
 
 
-def test_rmsnorm_plans_an_author_lane_for_triton(frozen_rmsnorm, tmp_path):
+def test_rmsnorm_plans_a_template_lane_for_triton(frozen_rmsnorm, tmp_path, monkeypatch):
+    """The hand-written RMSNorm is traced and matched: Triton's lane tunes the norm template
+    (on the CPU only when asked: BAKEOFF_INTERPRETED_TEMPLATES=1; without it, an author lane)."""
     check = make_check(frozen_rmsnorm, samples=1)
-    plan = discover(frozen_rmsnorm, tmp_path, check, backends=["torch-compile", "triton"])
-    assert [r.candidate.name for r in plan.measured][0] == "baseline"
-    assert [b.name for b in plan.backends] == ["torch-compile", "triton"]
+    plan = discover(frozen_rmsnorm, tmp_path / "a", check, backends=["triton"])
     assert [(p.language, p.mode) for p in plan.plan] == [
         ("torch", "optimize"),
         ("triton", "author"),
     ]
+    status = {s.name: s for s in plan.backends}
+    assert "BAKEOFF_INTERPRETED_TEMPLATES=1" in status["triton-templates"].reason
+    assert plan.matches[0]["label"] == "rms_norm"  # traced and matched all the same
+    monkeypatch.setenv("BAKEOFF_INTERPRETED_TEMPLATES", "1")
+    check = make_check(frozen_rmsnorm, samples=1)
+    plan = discover(frozen_rmsnorm, tmp_path, check, backends=["triton"])
+    names = [r.candidate.name for r in plan.measured]
+    assert names[0] == "baseline" and names[1].startswith("template-rms_norm-")
+    assert plan.measured[1].verdict.passed, plan.measured[1].verdict.reason
+    assert [b.name for b in plan.backends] == ["triton", "triton-templates"]
+    assert [(p.language, p.mode) for p in plan.plan] == [
+        ("torch", "optimize"),
+        ("triton", "optimize"),
+    ]
+    assert "template norm.py.j2 for the traced rms_norm" in plan.plan[1].reason
 
 
 def test_a_failing_backend_is_reported_not_raised(frozen_rmsnorm, tmp_path, monkeypatch):

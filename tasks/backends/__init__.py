@@ -14,8 +14,15 @@ from tasks.backends import (
     aiter_gemm,
     cuda_cpp,
     hip_cpp,
+    lib_aiter_ops,
+    lib_flag_gems,
+    lib_flashinfer,
+    lib_helion,
+    lib_liger,
+    lib_quack,
     torch_compile,
     torch_eager,
+    triton_templates,
     triton_tune,
     tunableop,
 )
@@ -27,9 +34,16 @@ BACKENDS: list[Backend] = [
     torch_compile.BACKEND,
     tunableop.BACKEND,
     triton_tune.BACKEND,
+    triton_templates.BACKEND,
     cuda_cpp.BACKEND,
     hip_cpp.BACKEND,
     aiter_gemm.BACKEND,
+    lib_liger.BACKEND,
+    lib_flag_gems.BACKEND,
+    lib_quack.BACKEND,
+    lib_flashinfer.BACKEND,
+    lib_helion.BACKEND,
+    lib_aiter_ops.BACKEND,
 ]
 
 

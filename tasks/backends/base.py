@@ -135,6 +135,10 @@ class Backend:
         """Candidates for Discover, written under ctx.workdir. Called only when available."""
         return []
 
+    def nothing_reason(self, ctx: BuildContext) -> str | None:
+        """Why `candidates` proposed nothing for this op, when the backend can say (else None)."""
+        return None
+
     def implementation(self, ctx: BuildContext) -> str | None:
         """Where an editable implementation in this backend's language lives, if anywhere."""
         return None

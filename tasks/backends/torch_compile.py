@@ -1,15 +1,18 @@
 """torch.compile over the op's plain-torch implementation: three named modes for Discover, and a
-small space (mode x coordinate-descent tuning) for the torch search lane."""
+space for the torch search lane: mode x coordinate-descent tuning x Inductor's own knobs
+(tasks/backends/inductor_knobs.py)."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import json
 import shutil
 from pathlib import Path
 
 import torch
 
-from tasks.backends import wrappers
+from tasks.backends import inductor_knobs, wrappers
 from tasks.backends.base import Backend, BuildContext, write_candidate
 from tasks.backends.source import torch_entry
 from tasks.models import CandidateRef
@@ -29,12 +32,25 @@ _MODE_OPTIONS = {
 
 
 def compile_kwargs(config: dict) -> dict:
-    """torch.compile keyword arguments for a point of the search space."""
-    if not config["coordinate_descent"]:
+    """torch.compile keyword arguments for a point of the search space. torch.compile takes a
+    mode or options, not both: with any Inductor knob set, the mode becomes its options."""
+    knobs = inductor_knobs.options(config)
+    if not config["coordinate_descent"] and not knobs:
         mode = config["mode"]
         return {} if mode == "default" else {"mode": mode}
-    options = {**_MODE_OPTIONS[config["mode"]], "coordinate_descent_tuning": True}
+    options = {**_MODE_OPTIONS[config["mode"]], **knobs}
+    if config["coordinate_descent"]:
+        options["coordinate_descent_tuning"] = True
     return {"options": options}
+
+
+def lane_name(config: dict) -> str:
+    name = f"torch-compile-{config['mode']}" + ("-cd" if config["coordinate_descent"] else "")
+    knobs = inductor_knobs.options(config)
+    if knobs:
+        digest = hashlib.sha256(json.dumps(knobs, sort_keys=True).encode()).hexdigest()[:8]
+        name += f"-knobs-{digest}"
+    return name
 
 
 class TorchCompile(Backend):
@@ -82,13 +98,13 @@ class TorchCompile(Backend):
             [
                 Param("mode", tuple(_MODE_OPTIONS)),
                 Param("coordinate_descent", (False, True)),
-            ]
+                *inductor_knobs.params(),
+            ],
+            inductor_knobs.invalid,
         )
 
         def build(config: dict) -> CandidateRef:
-            name = f"torch-compile-{config['mode']}" + (
-                "-cd" if config["coordinate_descent"] else ""
-            )
+            name = lane_name(config)
             kwargs = compile_kwargs(config)
             path = write_candidate(ctx, name, wrappers.compiled(ctx, entry, kwargs, self.name))
             return CandidateRef(
@@ -96,11 +112,11 @@ class TorchCompile(Backend):
                 language=self.language,
                 mode="optimize",
                 path=str(path),
-                origin=f"{self.name} search",
+                origin=f"{self.name} search {kwargs or 'default'}",
                 params={**config, "source": entry},
             )
 
-        default = {"mode": "default", "coordinate_descent": False}
+        default = {"mode": "default", "coordinate_descent": False, **inductor_knobs.defaults()}
         return Tunable(space, build, [default], language=self.language, origin=self.name)
 
 

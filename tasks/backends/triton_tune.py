@@ -9,7 +9,7 @@ import importlib.util
 from pathlib import Path
 
 from scripts.spec import OpSpec
-from tasks.backends import triton_surface, wrappers
+from tasks.backends import triton_surface, triton_templates, wrappers
 from tasks.backends.base import Backend, BuildContext, write_candidate
 from tasks.backends.source import symbol_kind, uses_triton
 from tasks.models import CandidateRef
@@ -42,9 +42,13 @@ class TritonConfigs(Backend):
         path = src / ctx.entry_file
         if path.is_file() and uses_triton(path) and symbol_kind(path, ctx.entry_symbol):
             return ctx.spec.entry
+        if source is None and ctx.spec.language != "triton":  # a torch op: a traced template
+            return triton_templates.describe(ctx)
         return None
 
     def tunable(self, ctx: BuildContext, source: Path | None = None) -> Tunable | None:
+        if source is None and ctx.spec.language != "triton":
+            return triton_templates.tunable(ctx)
         entry = self.implementation(ctx, source)
         if (
             entry is None

@@ -1,0 +1,242 @@
+"""Parameterised Triton kernel templates (templates/kernels/*.py.j2), rendered from a traced match
+(tasks/backends/match.py), each with a configuration space the search lanes tune.
+
+A rendered template is `impl.py` under op_route's canonical names; the candidate is the reference
+with the matched op routed to it (the rest stays torch), or, for a hand-written pattern that is
+the whole reference, the template called on the reference's inputs. Either way the harness
+checks it like every other candidate.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+from tasks.backends import wrappers
+from tasks.backends.base import BuildContext, write_candidate
+from tasks.backends.match import Match
+from tasks.models import CandidateRef
+from tasks.render import render
+from tasks.search.space import Param, Space, Tunable, key
+
+ROUTE = Path(__file__).with_name("op_route.py")
+TEMPLATE = {
+    "softmax": "rowwise.py.j2",
+    "log_softmax": "rowwise.py.j2",
+    "cross_entropy": "rowwise.py.j2",
+    "layer_norm": "norm.py.j2",
+    "rms_norm": "norm.py.j2",
+    "linear": "linear.py.j2",
+    "sum": "reduce.py.j2",
+    "mean": "reduce.py.j2",
+    "amax": "reduce.py.j2",
+    "amin": "reduce.py.j2",
+    "cumsum": "scan.py.j2",
+    "scaled_dot_product_attention": "attention.py.j2",
+}
+# Triton expressions of the epilogues a GEMM template fuses (acc: the fp32 accumulator).
+_EPILOGUE = {
+    "relu": "tl.maximum(acc, 0.0)",
+    "gelu": "0.5 * acc * (1.0 + tl.erf(acc * 0.7071067811865476))",
+    "gelu_tanh": "acc * tl.sigmoid(1.5957691216057308 * (acc + 0.044715 * acc * acc * acc))",
+    "sigmoid": "tl.sigmoid(acc)",
+    "tanh": "2.0 * tl.sigmoid(2.0 * acc) - 1.0",
+    "silu": "acc * tl.sigmoid(acc)",
+}
+ROW_LIMIT = 32768  # widest row a "row" (in-registers) variant holds
+
+
+def _widest(match: Match) -> int:
+    return max((s[-1] for s in match.shapes.values() if s), default=1)
+
+
+def space(match: Match, vendor: str = "nvidia") -> tuple[Space, dict]:
+    """The configuration space of the match's template on this vendor, and its default point."""
+    warps, stages = Param("num_warps", (1, 2, 4, 8, 16)), Param("num_stages", (1, 2, 3, 4))
+    n = _widest(match)
+    if match.op in ("softmax", "log_softmax", "cross_entropy", "layer_norm", "rms_norm", "cumsum"):
+        rowwise = match.op in ("softmax", "log_softmax", "cross_entropy")
+        passes = (
+            ("row", "online", "max_sum")
+            if rowwise
+            else ("row", "chunked")
+            if match.op == "cumsum"
+            else ("row", "looped")
+        )
+        params = [Param("passes", passes), Param("BLOCK_N", (256, 512, 1024, 2048, 4096)),
+                  warps, stages, Param("persistent", (False, True))]  # fmt: skip
+
+        def rule(c):
+            if c["passes"] == "row" and n > ROW_LIMIT:
+                return f"a row of {n} does not fit in registers"
+            if c["passes"] == "row" and c["BLOCK_N"] != 1024:
+                return "the row variant takes the whole row: BLOCK_N is not its parameter"
+            return None
+
+        one = n <= 8192
+        default = {"passes": "row" if one else passes[1], "BLOCK_N": 1024,
+                   "num_warps": 4 if n <= 1024 else 8 if n <= 4096 else 16, "num_stages": 1,
+                   "persistent": False}  # fmt: skip
+        return Space(params, rule), default
+    precision = ("tf32x3", "ieee") if vendor == "nvidia" else ("ieee",)
+    if match.op == "scaled_dot_product_attention":
+        params = [Param("BLOCK_M", (16, 32, 64, 128)), Param("BLOCK_N", (16, 32, 64, 128)),
+                  Param("num_warps", (4, 8)), Param("num_stages", (1, 2, 3)),
+                  Param("precision", precision if match.dtype == "float32" else ("native",))]  # fmt: skip
+        default = {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "num_stages": 2,
+                   "precision": params[-1].values[0]}  # fmt: skip
+        return Space(params), default
+    if match.op == "linear":
+        params = [Param("BLOCK_M", (32, 64, 128)), Param("BLOCK_N", (32, 64, 128, 256)),
+                  Param("BLOCK_K", (16, 32, 64)), Param("GROUP_M", (1, 8)),
+                  Param("num_warps", (4, 8)), Param("num_stages", (2, 3, 4)),
+                  Param("precision", precision if match.dtype == "float32" else ("native",))]  # fmt: skip
+
+        def rule(c):
+            if c["BLOCK_M"] * c["BLOCK_N"] > 128 * 256:
+                return "tile over 128x256"
+            return None
+
+        default = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 4,
+                   "num_stages": 3, "precision": params[-1].values[0]}  # fmt: skip
+        return Space(params, rule), default
+    params = [Param("BLOCK_R", (16, 64, 256, 1024)), Param("BLOCK_I", (1, 16, 64, 256)),
+              Param("num_warps", (1, 2, 4, 8)), stages]  # fmt: skip
+
+    def rule(c):
+        return "tile over 16384 elements" if c["BLOCK_R"] * c["BLOCK_I"] > 16384 else None
+
+    inner_one = match.params.get("dim", -1) in (-1, len(next(iter(match.shapes.values()), [0])) - 1)
+    default = {"BLOCK_R": 1024 if inner_one else 16, "BLOCK_I": 1 if inner_one else 64,
+               "num_warps": 4, "num_stages": 1}  # fmt: skip
+    return Space(params, rule), default
+
+
+def describe(who: str, match: Match, config: dict) -> str:
+    """A candidate's origin: who proposed it, the template, the match and the configuration."""
+    shown = ", ".join(f"{k}={v}" for k, v in config.items())
+    return f"{who} {TEMPLATE[match.op]} ({match.label}; {shown})"
+
+
+def epilogue_steps(match: Match) -> list[str]:
+    steps = []
+    for e in match.params.get("epilogue", []):
+        name = "gelu_tanh" if e.get("approximate") == "tanh" else e["fn"]
+        steps.append(_EPILOGUE[name])
+    return steps
+
+
+def render_impl(match: Match, config: dict) -> str:
+    """impl.py for the match at one configuration point."""
+    template = TEMPLATE[match.op]
+    steps = epilogue_steps(match)
+    return render(
+        f"kernels/{template}",
+        template=template,
+        op=match.op,
+        dtype=match.dtype,
+        config=config,
+        config_repr=repr(config),
+        epilogue=steps,
+        epilogue_text=", ".join(e["fn"] for e in match.params.get("epilogue", [])) or "none",
+    )
+
+
+def config_name(match: Match, config: dict) -> str:
+    digest = hashlib.sha256((match.label + key(config)).encode()).hexdigest()[:8]
+    return f"template-{match.label}-{digest}"
+
+
+def _whole_wrapper(ctx: BuildContext, entry: str, match: Match, origin: str) -> str:
+    """The template called on the reference's own inputs (a hand-written rms_norm graph)."""
+    symbol, name = entry.partition(":")[2], ctx.candidate_symbol
+    x, w = match.reads[0], (match.reads[1] if len(match.reads) > 1 else None)
+    call = (
+        f"_impl.rms_norm(args[{x[2:]}], (args[{x[2:]}].shape[-1],), "
+        f"{f'args[{w[2:]}]' if w else 'None'}, {match.params['eps']!r})"
+    )
+    head = wrappers.prelude(entry, origin) + "\n_impl = _load('impl.py', _FROZEN.parent)\n"
+    if wrappers._kind(ctx, entry) == "class":
+        body = f"""
+
+class {name}(_src.{symbol}):
+    def forward(self, *args):
+        out = {call}
+        return super().forward(*args) if out is None else out
+"""
+    else:
+        body = f"""
+
+def {name}(*args):
+    out = {call}
+    return _src.{symbol}(*args) if out is None else out
+"""
+    return head + body + wrappers._extras(ctx)
+
+
+def place(ctx: BuildContext, entry: str, match: Match, name: str, impl: str, origin: str) -> Path:
+    """Write a candidate that sends `match` to `impl` (op_route's canonical functions): routed,
+    or for a whole match called on the reference's inputs. Libraries use it too."""
+    if match.how == "whole":
+        path = write_candidate(ctx, name, _whole_wrapper(ctx, entry, match, origin))
+    else:
+        path = write_candidate(ctx, name, wrappers.routed(ctx, entry, ROUTE.name, "Route", origin))
+        shutil.copy2(ROUTE, path / ROUTE.name)
+        route = {"op": match.op, "epilogue": match.params.get("epilogue", [])}
+        (path / "route.json").write_text(json.dumps(route))
+    (path / "impl.py").write_text(impl)
+    return path
+
+
+def build_all(ctx: BuildContext, entry: str, found: list[Match], origin: str) -> CandidateRef:
+    """One candidate routing every routed match to its template at its default point."""
+    routes, configs = [], []
+    digest = hashlib.sha256("".join(m.label for m in found).encode()).hexdigest()[:8]
+    name = f"template-all-{digest}"
+    path = write_candidate(ctx, name, wrappers.routed(ctx, entry, ROUTE.name, "Route", origin))
+    shutil.copy2(ROUTE, path / ROUTE.name)
+    for i, m in enumerate(found):
+        _, config = space(m, ctx.arch.vendor)
+        (path / f"impl_{i}.py").write_text(render_impl(m, config))
+        routes.append(
+            {"op": m.op, "epilogue": m.params.get("epilogue", []), "impl": f"impl_{i}.py"}
+        )
+        configs.append({"match": m.label, "template": TEMPLATE[m.op], "config": config})
+    (path / "route.json").write_text(json.dumps({"routes": routes}))
+    return CandidateRef(
+        name=name, language="triton", mode="optimize", path=str(path), origin=origin,
+        params={"templates": configs},
+    )  # fmt: skip
+
+
+def build(ctx: BuildContext, entry: str, match: Match, config: dict, origin: str) -> CandidateRef:
+    """Write the candidate for `match` at `config` and say where it came from."""
+    name = config_name(match, config)
+    path = place(ctx, entry, match, name, render_impl(match, config), origin)
+    return CandidateRef(
+        name=name,
+        language="triton",
+        mode="optimize",
+        path=str(path),
+        origin=origin,
+        params={
+            "template": TEMPLATE[match.op],
+            "match": match.label,
+            "how": match.how,
+            "config": config,
+        },  # fmt: skip
+    )
+
+
+def tunable(ctx: BuildContext, entry: str, match: Match, origin: str) -> Tunable:
+    """What the Triton search lane tunes when the frozen op is torch: the match's template."""
+    sp, default = space(match, ctx.arch.vendor)
+    return Tunable(
+        sp,
+        lambda config: build(ctx, entry, match, config, describe(origin, match, config)),
+        [default],
+        language="triton",
+        origin=origin,
+    )

@@ -1,0 +1,62 @@
+"""Liger-Kernel (`liger-kernel`, Triton; NVIDIA and ROCm): RMSNorm, LayerNorm, softmax and
+cross-entropy forward through its autograd functions (`liger_kernel.ops.*Function.apply`), which
+compute no gradient when the input does not ask for one. Its fused linear + cross-entropy,
+SwiGLU/GeGLU, RoPE and KL/JSD need matches this matcher does not make yet."""
+
+from __future__ import annotations
+
+from tasks.backends.library import Library
+
+IMPL = '''"""Liger-Kernel behind op_route's canonical functions (None: left to torch)."""
+
+import torch
+
+_FLOATS = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def rms_norm(x, shape, weight, eps):
+    from liger_kernel.ops.rms_norm import LigerRMSNormFunction
+
+    if weight is None or len(shape) != 1 or x.dtype not in _FLOATS:
+        return None
+    eps = torch.finfo(x.dtype).eps if eps is None else eps
+    return LigerRMSNormFunction.apply(x, weight, eps, 0.0, "llama", False)
+
+
+def layer_norm(x, shape, weight, bias, eps):
+    from liger_kernel.ops.layer_norm import LigerLayerNormFunction
+
+    if weight is None or bias is None or len(shape) != 1 or x.dtype not in _FLOATS:
+        return None
+    return LigerLayerNormFunction.apply(x, weight, bias, eps)
+
+
+def softmax(x, dim):
+    from liger_kernel.ops.softmax import LigerSoftmaxFunction
+
+    if x.dim() == 0 or dim % x.dim() != x.dim() - 1 or x.dtype not in _FLOATS:
+        return None
+    return LigerSoftmaxFunction.apply(x)
+
+
+def cross_entropy(logits, target, reduction):
+    from liger_kernel.ops.cross_entropy import LigerCrossEntropyFunction
+
+    if logits.dim() != 2 or logits.dtype not in _FLOATS:
+        return None
+    out = LigerCrossEntropyFunction.apply(logits, target, None, -100, 0.0, 0.0, reduction)
+    return out[0] if isinstance(out, tuple) else out
+'''
+
+
+class Liger(Library):
+    name = "liger-kernel"
+    dist = "liger-kernel"
+    module = "liger_kernel"
+    vendors = ("nvidia", "amd")
+    ops = ("rms_norm", "layer_norm", "softmax", "cross_entropy")
+    interpreter = True
+    IMPL = IMPL
+
+
+BACKEND = Liger()

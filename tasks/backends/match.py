@@ -1,0 +1,209 @@
+"""Matching a traced reference (tasks/backends/trace.py) against the op classes that templates and
+libraries cover, without a model: pure reads of the trace's JSON.
+
+Two kinds of match. A *routed* match is a torch-level call (`F.softmax`, `F.layer_norm`,
+`F.linear` followed by its activation, `Tensor.sum(dim)`, ...) that a candidate intercepts
+(tasks/backends/op_route.py) while the rest of the reference stays torch. A *whole* match is a
+hand-written pattern in the aten graph (an RMSNorm spelt pow/mean/add/rsqrt/mul) that makes up
+the entire reference: the candidate is then the template called on the reference's inputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+# Unary activations a GEMM template can apply in its epilogue (torch-level function names).
+EPILOGUES = ("relu", "gelu", "sigmoid", "tanh", "silu")
+FLOAT_DTYPES = ("float32", "float16", "bfloat16")
+REDUCTIONS = ("sum", "mean", "amax", "amin")
+
+
+@dataclass
+class Match:
+    op: str  # softmax, log_softmax, layer_norm, rms_norm, cross_entropy, linear, sum, cumsum...
+    how: str  # "route" or "whole"
+    dtype: str
+    shapes: dict[str, list[int]]  # workload -> shape of the tensor the op reads first
+    reads: list[str]  # trace labels: in0.. inputs, p:name parameters, c<i> intermediates
+    params: dict = field(default_factory=dict)  # eps, epilogue, reduction, has_weight, ...
+
+    @property
+    def label(self) -> str:
+        extra = "+".join(e["fn"] for e in self.params.get("epilogue", []))
+        return self.op + (f"+{extra}" if extra else "")
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "label": self.label}
+
+
+def _tensor(a) -> str | None:
+    return a["t"] if isinstance(a, dict) and "t" in a else None
+
+
+def _arg(call, i, name, default=None):
+    args, kwargs = call["args"], call["kwargs"]
+    return args[i] if len(args) > i else kwargs.get(name, default)
+
+
+def _uses(calls: list[dict], label: str) -> int:
+    n = 0
+    for c in calls:
+        for a in list(c["args"]) + list(c["kwargs"].values()):
+            n += sum(1 for v in (a if isinstance(a, list) else [a]) if _tensor(v) == label)
+    return n
+
+
+def _last_dim(dim, ndim: int) -> bool:
+    if isinstance(dim, list) and len(dim) == 1:
+        dim = dim[0]
+    return isinstance(dim, int) and dim % max(ndim, 1) == ndim - 1
+
+
+def _route_match(calls: list[dict], i: int, outputs: list[str]) -> tuple[dict | None, str | None]:
+    """(match fields, None) for call i, or (None, why not) when it is an op class we know."""
+    c = calls[i]
+    fn, x = c["fn"], _tensor(c["args"][0]) if c["args"] else None
+    desc = c["out_desc"][0] if c["out_desc"] else None
+    if x is None or desc is None:
+        return None, None
+    if fn in ("softmax", "log_softmax", "cumsum"):
+        dim = _arg(c, 1, "dim")
+        if not _last_dim(dim, len(desc["shape"])):
+            return None, f"{fn} over dim {dim}, not the last"
+        return {"op": fn, "reads": [x], "params": {"dim": -1}}, None
+    if fn in ("layer_norm", "rms_norm"):
+        shape = _arg(c, 1, "normalized_shape")
+        if not isinstance(shape, list) or len(shape) != 1:
+            return None, f"{fn} over {shape}: the templates normalise the last dimension only"
+        weight, bias = _arg(c, 2, "weight"), _arg(c, 3, "bias") if fn == "layer_norm" else None
+        eps = _arg(c, 4 if fn == "layer_norm" else 3, "eps")
+        reads = [x] + [t for t in (_tensor(weight), _tensor(bias)) if t]
+        params = {"eps": eps, "has_weight": _tensor(weight) is not None}
+        if fn == "layer_norm":
+            params["has_bias"] = _tensor(bias) is not None
+        return {"op": fn, "reads": reads, "params": params}, None
+    if fn == "cross_entropy":
+        if len(desc["shape"]) != 0 and _arg(c, 6, "reduction", "mean") != "none":
+            return None, None
+        if _arg(c, 2, "weight") is not None or _arg(c, 7, "label_smoothing", 0.0):
+            return None, "cross_entropy with class weights or label smoothing"
+        return {"op": "cross_entropy", "reads": [x, _tensor(c["args"][1])],
+                "params": {"reduction": _arg(c, 6, "reduction", "mean")}}, None  # fmt: skip
+    if fn == "linear":
+        epilogue, out = [], c["out"][0]
+        for nxt in calls[i + 1 :]:
+            if nxt["fn"] not in EPILOGUES or not nxt["args"] or _tensor(nxt["args"][0]) != out:
+                break
+            if _uses(calls, out) != 1 or out in outputs:
+                break
+            approx = nxt["kwargs"].get(
+                "approximate", nxt["args"][1] if len(nxt["args"]) > 1 else "none"
+            )
+            epilogue.append(
+                {"fn": nxt["fn"], "approximate": approx}
+                if nxt["fn"] == "gelu"
+                else {"fn": nxt["fn"]}
+            )
+            out = nxt["out"][0]
+        w, b = _tensor(c["args"][1]), _tensor(_arg(c, 2, "bias"))
+        return {"op": "linear", "reads": [x, w] + ([b] if b else []),
+                "params": {"epilogue": epilogue, "has_bias": b is not None}}, None  # fmt: skip
+    if fn == "scaled_dot_product_attention":
+        if _arg(c, 3, "attn_mask") is not None or _arg(c, 4, "dropout_p", 0.0):
+            return None, "attention with a mask or dropout: the template takes neither"
+        if len(desc["shape"]) != 4 or _arg(c, 7, "enable_gqa", False):
+            return None, "attention not on [batch, heads, seq, dim] of equal heads"
+        reads = [x, _tensor(_arg(c, 1, "key")), _tensor(_arg(c, 2, "value"))]
+        return {"op": fn, "reads": reads, "params": {"is_causal": bool(_arg(c, 5, "is_causal", False))}}, None  # fmt: skip
+    if fn in REDUCTIONS:
+        dim = _arg(c, 1, "dim")
+        if dim is None or (isinstance(dim, list) and len(dim) != 1):
+            return None, f"{fn} over {'all elements' if dim is None else dim}: one dim only"
+        dim = dim[0] if isinstance(dim, list) else dim
+        return {"op": fn, "reads": [x], "params": {"dim": dim, "keepdim": bool(_arg(c, 2, "keepdim", False))}}, None  # fmt: skip
+    return None, None
+
+
+def _rms_whole(aten: list[dict]) -> dict | None:
+    """pow(x, 2) -> mean(last, keepdim) -> add(eps) -> rsqrt -> mul(x) [-> mul(w)] as the graph."""
+    ops = [n for n in aten if n["op"] == "call_function"]
+    names = [
+        n["target"].split(".")[1] if n["target"].startswith("aten.") else n["target"] for n in ops
+    ]
+    if names[:5] != ["pow", "mean", "add", "rsqrt", "mul"] or len(ops) not in (5, 6):
+        return None
+    if len(ops) == 6 and names[5] != "mul":
+        return None
+    pow_, mean, add, _, mul = ops[:5]
+    x = pow_["args"][0]
+    if pow_["args"][1] != 2 or not _last_dim(mean["args"][1], len(x and pow_["shape"])):
+        return None
+    if not (len(mean["args"]) > 2 and mean["args"][2]) or not isinstance(add["args"][1], float):
+        return None
+    if x not in mul["args"]:
+        return None
+    by_name = {n["name"]: n for n in aten}
+    reads = [by_name[x["n"]].get("input")]
+    if len(ops) == 6:
+        other = [a for a in ops[5]["args"] if a != {"n": mul["name"]}]
+        if (
+            len(other) != 1
+            or not isinstance(other[0], dict)
+            or "input" not in by_name[other[0]["n"]]
+        ):
+            return None
+        reads.append(by_name[other[0]["n"]]["input"])
+    if None in reads:
+        return None
+    return {
+        "op": "rms_norm",
+        "reads": reads,
+        "params": {"eps": add["args"][1], "has_weight": len(reads) == 2},
+    }
+
+
+def find(trace: dict) -> tuple[list[Match], list[str]]:
+    """The matches on the first traced workload (with every workload's shapes), and notes on what
+    was seen but not matched (or why nothing was)."""
+    loads = {n: w for n, w in trace.get("workloads", {}).items() if "calls" in w}
+    if not loads:
+        errors = [w.get("error", "") for w in trace.get("workloads", {}).values()]
+        return [], [
+            f"could not trace the reference on the meta device: {errors[0] if errors else 'no workloads'}"
+        ]
+    first = next(iter(loads.values()))
+    calls, outputs, found, notes = first["calls"], first["outputs"], [], []
+    for i, _ in enumerate(calls):
+        fields, why = _route_match(calls, i, outputs)
+        if why:
+            notes.append(why)
+        if fields:
+            found.append((fields, i, "route"))
+    whole = _rms_whole(first.get("aten", []))
+    if whole:  # the whole graph is the op: its parts (the mean inside) are not matches
+        found = [(whole, None, "whole")]
+    matches = []
+    for fields, _, how in found:
+        descs = {n: _desc_of(w, fields["reads"][0]) for n, w in loads.items()}
+        shapes = {n: d["shape"] for n, d in descs.items() if d}
+        dtype = next((d["dtype"] for d in descs.values() if d), None)
+        if dtype not in FLOAT_DTYPES:
+            notes.append(
+                f"{fields['op']} in {dtype}: the templates take float32, float16, bfloat16"
+            )
+            continue
+        matches.append(Match(fields["op"], how, dtype, shapes, fields["reads"], fields["params"]))
+    if not matches and not notes:
+        seen = sorted({c["fn"] for c in calls if not c["fn"].startswith("_")})
+        notes.append(f"no op class matched (calls seen: {', '.join(seen[:8]) or 'none'})")
+    return matches, notes
+
+
+def _desc_of(workload: dict, label: str) -> dict | None:
+    """Shape and dtype of a traced tensor: an input, or the output of a logged call."""
+    if label.startswith("in"):
+        return workload["inputs"][int(label[2:])]
+    for c in workload["calls"]:
+        if label in c["out"]:
+            return c["out_desc"][c["out"].index(label)]
+    return None

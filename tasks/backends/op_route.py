@@ -1,0 +1,123 @@
+"""Route matched torch calls to another implementation (a rendered template, a library's kernel);
+self-contained, so a candidate carries a copy beside its wrapper with `impl.py` (the replacement)
+and `route.json` (what was matched: the op, and for a GEMM the epilogue that follows it).
+
+`impl.py` defines functions under the canonical names below; each returns a tensor, or None when
+it does not take that call (a dtype, layout or option it lacks), and then torch runs it as
+before. Everything the reference does besides the matched op stays torch.
+
+    softmax(x, dim) / log_softmax(x, dim)
+    layer_norm(x, normalized_shape, weight, bias, eps)
+    rms_norm(x, normalized_shape, weight, eps)
+    cross_entropy(logits, target, reduction)
+    linear(x, w, bias)                 (the matched epilogue applied inside)
+    sum / mean / amax / amin(x, dim, keepdim)
+    cumsum(x, dim)
+    scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+_HERE = Path(__file__).resolve().parent
+REDUCTIONS = ("sum", "mean", "amax", "amin")
+
+
+def _arg(args, kwargs, i, name, default=None):
+    return args[i] if len(args) > i else kwargs.get(name, default)
+
+
+def operands(op: str, fn: str, args, kwargs):
+    """The canonical operands of a torch call for `op`, or None when it is not that op's call."""
+    if not args or not isinstance(args[0], torch.Tensor):
+        return None
+    x = args[0]
+    if op in ("softmax", "log_softmax", "cumsum") and fn == op:
+        if kwargs.get("dtype") is not None:
+            return None
+        return (x, _arg(args, kwargs, 1, "dim"))
+    if op == "layer_norm" and fn == "layer_norm":
+        shape = _arg(args, kwargs, 1, "normalized_shape")
+        return (x, tuple(shape), _arg(args, kwargs, 2, "weight"), _arg(args, kwargs, 3, "bias"),
+                _arg(args, kwargs, 4, "eps", 1e-5))  # fmt: skip
+    if op == "rms_norm" and fn == "rms_norm":
+        shape = _arg(args, kwargs, 1, "normalized_shape")
+        return (x, tuple(shape), _arg(args, kwargs, 2, "weight"), _arg(args, kwargs, 3, "eps"))
+    if op == "cross_entropy" and fn == "cross_entropy":
+        plain = (
+            _arg(args, kwargs, 2, "weight") is None
+            and _arg(args, kwargs, 4, "ignore_index", -100) == -100
+            and _arg(args, kwargs, 7, "label_smoothing", 0.0) == 0.0
+            and _arg(args, kwargs, 3, "size_average") is None
+            and _arg(args, kwargs, 5, "reduce") is None
+        )
+        return (x, args[1], _arg(args, kwargs, 6, "reduction", "mean")) if plain else None
+    if op == "linear" and fn == "linear":
+        return (x, args[1], _arg(args, kwargs, 2, "bias"))
+    if op == "scaled_dot_product_attention" and fn == op and len(args) >= 3:
+        names = ("attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
+        defaults = (None, 0.0, False, None, False)
+        rest = [_arg(args, kwargs, 3 + i, n, d) for i, (n, d) in enumerate(zip(names, defaults))]
+        return (x, args[1], args[2], *rest)
+    if op in REDUCTIONS and fn == op:
+        dim = _arg(args, kwargs, 1, "dim")
+        if kwargs.get("dtype") is not None or dim is None:
+            return None
+        return (x, dim, bool(_arg(args, kwargs, 2, "keepdim", False)))
+    return None
+
+
+def _load_impl(name: str):
+    spec = importlib.util.spec_from_file_location(f"_bakeoff_route_{name[:-3]}", _HERE / name)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class Route(TorchFunctionMode):
+    """Sends each matched op's calls to its implementation; a GEMM's epilogue calls that follow
+    it on its output are then answered by that output, which already holds them. route.json is
+    one route ({"op", "epilogue"}, implemented by impl.py) or several ({"routes": [{"op",
+    "epilogue", "impl"}, ...]}, one candidate replacing every match)."""
+
+    impls: dict[str, object] = {}
+    engaged = 0
+
+    def __init__(self):
+        super().__init__()
+        route = json.loads((_HERE / "route.json").read_text())
+        self.routes = [
+            (r["op"], [e["fn"] for e in r.get("epilogue", [])], r.get("impl", "impl.py"))
+            for r in route.get("routes", [route])
+        ]
+        for _, _, name in self.routes:
+            if name not in Route.impls:
+                Route.impls[name] = _load_impl(name)
+        self._pending: dict[int, tuple[torch.Tensor, list[str]]] = {}
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        fn = getattr(func, "__name__", "")
+        first = args[0] if args else None
+        if isinstance(first, torch.Tensor) and id(first) in self._pending:
+            out, left = self._pending.pop(id(first))
+            if out is first and left and fn == left[0]:
+                if left[1:]:
+                    self._pending[id(out)] = (out, left[1:])
+                return out
+        for op, epilogue, name in self.routes:
+            ops = operands(op, fn, args, kwargs)
+            out = None if ops is None else getattr(Route.impls[name], op)(*ops)
+            if out is None:
+                continue
+            Route.engaged += 1
+            if op == "linear" and epilogue:
+                self._pending[id(out)] = (out, list(epilogue))
+            return out
+        return func(*args, **kwargs)
