@@ -182,7 +182,12 @@ def trace_isolated(ctx, entry: str) -> dict:
             return cached
     src = str(Path(ctx.baseline_src).resolve())
     found = call(
-        "trace", f"{src}/{entry}", spec=ctx.spec.model_dump(mode="json"), src_dir=src, entry=entry
+        "trace",
+        f"{src}/{entry}",
+        read=[src],  # the box sees the frozen sources and nothing else of the run
+        spec=ctx.spec.model_dump(mode="json"),
+        src_dir=src,
+        entry=entry,
     )
     found["oracle"] = ctx.oracle_sha256
     cache.write_text(json.dumps(found))
