@@ -26,6 +26,7 @@ from __future__ import annotations
 import glob
 import os
 import sys
+import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -158,12 +159,19 @@ def _interpreter_paths() -> list[str]:
     """The interpreter and what it imports from, never a directory that holds this repository
     (its runs/) or a home directory as a whole."""
     home = Path(os.path.expanduser("~")).resolve()
-    found = [sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(sys.executable)]
-    found += [p for p in sys.path if p and os.path.isdir(p)]
+    tmp = Path(tempfile.gettempdir()).resolve()
+    prefixes = [sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(sys.executable)]
+    found = list(prefixes)
+    # sys.path[0] is the directory of the script that started this process (or its working
+    # directory): not the interpreter's, and it may be /tmp or a home's folder of anything.
+    tail = sys.path[1:] if sys.path and not sys.flags.safe_path else sys.path
+    found += [p for p in tail if p and os.path.isdir(p)]
     out = []
     for p in found:
         real = Path(p).resolve()
         if real == Path("/") or real in (home, *home.parents) or real == REPO_ROOT:
+            continue
+        if real == tmp or real in tmp.parents:  # the host's temporary files, other boxes' too
             continue
         if real in REPO_ROOT.parents:
             continue
