@@ -72,6 +72,17 @@ def publish(result: Report, scope: str = "") -> None:
     )
 
 
+def with_box_warning(warnings: list[str] | None) -> list[str]:
+    """The run's warnings, the loud line first where untrusted code ran out of its box on
+    purpose (BAKEOFF_ISOLATION=none): report.md, report.html and the terminal say it, not only
+    the checks' logs."""
+    from scripts.isolation import warning
+
+    listed = list(warnings or [])
+    unsafe = warning()
+    return [unsafe, *listed] if unsafe and unsafe not in listed else listed
+
+
 @flow(name="report", flow_run_name="report {kernel} {mode}")
 def report(
     kernel_path: str,
@@ -101,7 +112,7 @@ def report(
         rows=rows,
         winner=winner,
         lanes=lanes,
-        warnings=warnings or [],
+        warnings=with_box_warning(warnings),
         report_path=str(Path(run_dir) / "report.md"),
         html_path=str(Path(run_dir) / "report.html"),
         measurement=measurement(Path(task_dir)),
