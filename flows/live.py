@@ -343,8 +343,8 @@ def _run_locked(
         console.print(
             "no winner: no candidate beat the frozen baseline; the original kernel is kept"
         )
-    for line in report.warnings:
-        console.print(f"warning: {line}")
+    for line in report.warnings:  # the box's own line says WARNING already, in red
+        console.print(f"[bold red]{line}[/]" if line.startswith("WARNING") else f"warning: {line}")
     console.print(f"report: {report.report_path}")
     console.print(f"html report: {report.html_path}")
     _print_extras(console, report, req)

@@ -82,6 +82,17 @@ def oracle_warnings(task_dir: Path) -> list[str]:
     return [spec.degenerate.message] if spec.degenerate else []
 
 
+def with_box_warning(warnings: list[str] | None) -> list[str]:
+    """The run's warnings, the loud line first where untrusted code ran out of its box on
+    purpose (BAKEOFF_ISOLATION=none): report.md, report.html and the terminal say it, not only
+    the checks' logs."""
+    from scripts.isolation import warning
+
+    listed = list(warnings or [])
+    unsafe = warning()
+    return [unsafe, *listed] if unsafe and unsafe not in listed else listed
+
+
 @flow(name="report", flow_run_name="report {kernel} {mode}")
 def report(
     kernel_path: str,
@@ -111,7 +122,7 @@ def report(
         rows=rows,
         winner=winner,
         lanes=lanes,
-        warnings=oracle_warnings(Path(task_dir)) + (warnings or []),
+        warnings=with_box_warning(oracle_warnings(Path(task_dir)) + (warnings or [])),
         report_path=str(Path(run_dir) / "report.md"),
         html_path=str(Path(run_dir) / "report.html"),
         measurement=measurement(Path(task_dir)),

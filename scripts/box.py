@@ -7,7 +7,8 @@ in a fork (`isolation.enter`, for warm starts) or by exec (`isolation.wrap`). Th
 WHAT the box is; `scripts/isolation.py` makes it (and imports nothing of this project, so that a
 fresh interpreter can make it quickly from the plan given on its command line).
 
-- Network: a network namespace of its own (only a loopback of its own, down).
+- Network: a network namespace of its own (only a loopback of its own, down unless the plan
+  asks for it up: `loopback`, for processes of one box that talk to each other).
 - Identity: when the orchestrator is root, the host uid and gid `BOX_UID` (nobody); otherwise the
   orchestrator's own uid, in a user namespace that maps nothing else.
 - File system: an allow-list on an empty root. Read-only: the system directories, the
@@ -185,6 +186,7 @@ def plan(
     frozen=(),
     cwd: str | None = None,
     bounds: Bounds | None = None,
+    loopback: bool = False,
 ) -> dict:
     """The box, as `isolation.enter` makes it: mounts in order (later ones over earlier ones),
     the identity, the bounds, and the writable paths whose size is bounded."""
@@ -217,6 +219,7 @@ def plan(
         "bounds": asdict(b),
         "watch": [os.path.realpath(p) for p in map(str, write)],
         "cwd": os.path.realpath(cwd) if cwd else None,
+        "loopback": bool(loopback),
     }
 
 

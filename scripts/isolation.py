@@ -31,10 +31,12 @@ callers refuse to run untrusted code then, unless BAKEOFF_ISOLATION=none was set
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import json
 import os
 import resource
 import signal
+import socket
 import struct
 import sys
 
@@ -48,6 +50,7 @@ SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(os.uname().machine, 155)
 _PR_SET_PDEATHSIG, _PR_GET_DUMPABLE, _PR_SET_DUMPABLE = 1, 3, 4
 _PR_CAPBSET_DROP, _PR_SET_NO_NEW_PRIVS = 24, 38
 _CAP_VERSION_3 = 0x20080522
+_SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
 EXIT_MEMORY, EXIT_PROCS, EXIT_SCRATCH, EXIT_BROKEN = 90, 91, 92, 70  # as scripts/box.py says
 MARK = "BAKEOFF_IN_BOX"
 REFUSED = (
@@ -149,6 +152,16 @@ def _bind(src: str, dest: str, read_only: bool) -> None:
     _mount(src, dest, None, MS_BIND | MS_REC)
     if read_only:
         _read_only(dest)
+
+
+def _loopback_up() -> None:
+    """Bring up the box's own loopback (a plan with "loopback": a process in the box talks to
+    another one in it, e.g. the Claude Code CLI to its forwarder). It is the network namespace's
+    own: nothing of the host's loopback is reachable through it."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        request = struct.pack("16sH14x", b"lo", 0)
+        flags = struct.unpack("16sH14x", fcntl.ioctl(s.fileno(), _SIOCGIFFLAGS, request))[1]
+        fcntl.ioctl(s.fileno(), _SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | _IFF_UP))
 
 
 def _build_root(plan: dict) -> None:
@@ -370,6 +383,8 @@ def enter(plan: dict | None = None) -> str | None:
         _die_with_parent(None)
         cwd = plan.get("cwd") or os.getcwd()
         _build_root(plan)
+        if plan.get("loopback"):  # while this process holds CAP_NET_ADMIN over its namespace
+            _loopback_up()
         for cap in range(64):  # while this process still may (CAP_SETPCAP)
             _libc().prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)
         if root:  # only the GPU nodes' groups; a user's namespace denies setgroups (keeps its own)

@@ -1,7 +1,8 @@
 """Steps that must import user code outside a check, run in the sandbox instead of here.
 
 Reading an input's op spec imports it (a KernelBench problem's `get_inputs`, a native op's
-reference), and the Triton tuner reads a kernel's launch surface by importing its file. That
+reference), the Triton tuner reads a kernel's launch surface by importing its file, and aiter's
+backend records an op's GEMMs by running it on meta tensors. That
 code is untrusted (the input kernel is the user's, candidates are a model's): it runs in a
 process of its own with a scrubbed environment, in its own namespaces (`scripts.isolation`),
 under a deadline, and answers in JSON, validated here. Nothing of the orchestrator's memory
@@ -170,11 +171,19 @@ def _trace_step(spec: dict, src_dir: str, entry: str) -> dict:
     return trace_step(spec, src_dir, entry)
 
 
+def _gemm_shapes_step(spec: dict, src_dir: str, entry: str) -> list[dict]:
+    from scripts.spec import OpSpec
+    from tasks.backends.gemm_shapes import record_here
+
+    return record_here(OpSpec.model_validate(spec), Path(src_dir), entry)
+
+
 STEPS = {
     "load_spec": _load_spec_step,
     "trace": _trace_step,
     "triton_surface": _triton_surface_step,
     "prepare_oracle": _oracle_step,
+    "gemm_shapes": _gemm_shapes_step,
 }
 
 

@@ -6,6 +6,7 @@ import json
 from datetime import timedelta
 
 from flows import phases
+from scripts.spec import OpSpec
 from scripts.verdict import Status
 from tasks.lane_status import settle
 from tasks.ranking import rank
@@ -174,3 +175,34 @@ def test_phase_lines_leave_the_baseline_out_and_say_a_run_resumed():
     said = phases.resumed_line({"phase": "lanes", "attempt": "abcdef123456"}, "new", ["torch"])
     assert said.startswith("resumed:") and "'lanes'" in said and "torch" in said
     assert phases.resumed_line({"phase": "done", "attempt": "x"}, "new", ["torch"]) is None
+
+
+def test_a_run_out_of_its_box_says_so_in_its_report(task_dir, tmp_path, monkeypatch):
+    """BAKEOFF_ISOLATION=none: the loud line heads the report's warnings (report.md, the HTML
+    page, the terminal's list), not only the checks' logs; in the box it is absent."""
+    from flows.report import with_box_warning
+    from scripts import isolation
+    from tasks import report_html
+
+    monkeypatch.setenv("BAKEOFF_ISOLATION", "none")
+    warnings = with_box_warning(["Discover failed"])
+    assert warnings == [isolation.WARNING, "Discover failed"]
+    assert with_box_warning(warnings) == warnings  # said once
+    report = _report([], None, task_dir).model_copy(
+        update={"warnings": warnings, "run_dir": str(tmp_path)}
+    )
+    loud = "untrusted code is NOT in its box (BAKEOFF_ISOLATION=none)"
+    assert loud in render("report.md.j2", report=report)
+    spec = OpSpec(
+        name="rms", kind="norm", language="torch", entry="kernel.py:rmsnorm",
+        inputs=[{"name": "x", "shape": ["T", "H"], "dtype": "float32"}],
+        workloads=[{"name": n, "dims": {"T": 64, "H": 256}} for n in ("a", "b")],
+    )  # fmt: skip
+    (task_dir / "spec.json").write_text(spec.model_dump_json())
+    (task_dir / "fingerprint.json").write_text(json.dumps(report.measurement["fingerprint"]))
+    page, _ = report_html.build(report, None)
+    assert loud in page
+    monkeypatch.setenv("BAKEOFF_ISOLATION", "box")
+    assert with_box_warning(["Discover failed"]) == ["Discover failed"]
+    boxed = report.model_copy(update={"warnings": with_box_warning([])})
+    assert loud not in render("report.md.j2", report=boxed)

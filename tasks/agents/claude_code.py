@@ -1,7 +1,12 @@
 """The Claude Code driver: the `claude` CLI works in the lane workspace, as the seeds run it.
 
-The CLI never holds the API key. It is pointed (ANTHROPIC_BASE_URL) at a bridge on 127.0.0.1 in
-this process, with a random per-call token as its key; the bridge forwards its API requests to
+The CLI runs in the box (scripts/box.py) like the command tool: the workspace writable but its
+read-only top entries, its own install (and node's) read-only, nothing else of the host (the
+frozen task, the run, credentials, the network). The CLI never holds the API key. Its box has a
+network namespace of its own, so the bridge in this process listens on a unix socket in a
+directory bound into the box, and `scripts/unix_forward.py`, started first in the box, gives the
+CLI a port on the box's own loopback that leads there (ANTHROPIC_BASE_URL), with a random
+per-call token as its key; the bridge forwards its API requests to
 the real base URL with the real key (and records tokens and cost), and answers two more routes
 that the workspace's `bin/check` and `bin/submit` commands call: a check through the lane's own
 check function (receipts, budget and device as in the Messages driver) and the structured
@@ -17,10 +22,14 @@ import contextvars
 import json
 import os
 import secrets
+import shutil
 import signal
+import socketserver
 import subprocess
+import sys
+import tempfile
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import httpx
@@ -29,6 +38,9 @@ from pydantic import BaseModel, ValidationError
 from tasks.agents.messages import RoleError
 from tasks.agents.settings import AgentSettings, take_key
 from tasks.agents.transcript import BudgetSpent, Transcript
+from tasks.agents.workspace import READ_ONLY_TOP
+
+FORWARD = Path(__file__).resolve().parents[2] / "scripts" / "unix_forward.py"
 
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
 DROPPED = {"host", "content-length", "x-api-key", "authorization", "accept-encoding", "connection"}
@@ -70,8 +82,13 @@ sys.exit(main("/bakeoff/submit", {"answer": text}))
 """
 
 
+class _UnixHTTPServer(socketserver.ThreadingUnixStreamServer):
+    daemon_threads = True
+
+
 class Bridge:
-    """The CLI's API endpoint and tool endpoint, in the process that holds the key."""
+    """The CLI's API endpoint and tool endpoint, in the process that holds the key, on a unix
+    socket (`socket_path`) in a directory of its own (`directory`, to bind into the box)."""
 
     def __init__(self, settings, transcript: Transcript, tools, output, accept):
         self.settings = settings
@@ -86,13 +103,19 @@ class Bridge:
         self.failure: str | None = None
         self.context = contextvars.copy_context()  # Prefect's run context for the checks
         self.http = httpx.Client(timeout=settings.api_timeout_s)
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.server.daemon_threads = True
+        # A unix socket's path is at most 107 bytes: a long TMPDIR falls back to /tmp.
+        where = None if len(tempfile.gettempdir()) < 60 else "/tmp"
+        self.directory = Path(tempfile.mkdtemp(prefix="bakeoff-bridge-", dir=where))
+        self.directory.chmod(0o711)  # the box's uid passes through; nobody lists it
+        self.socket_path = str(self.directory / "api.sock")
+        self.server = _UnixHTTPServer(self.socket_path, self._handler())
+        os.chmod(self.socket_path, 0o600)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
+    def admit(self, uid: int, gid: int) -> None:
+        """Let the box's uid (nobody, when this process is root) connect to the socket."""
+        if os.geteuid() == 0:
+            os.chown(self.socket_path, uid, gid)
 
     def __enter__(self) -> Bridge:
         self.thread.start()
@@ -102,6 +125,7 @@ class Bridge:
         self.server.shutdown()
         self.server.server_close()
         self.http.close()
+        shutil.rmtree(self.directory, ignore_errors=True)
 
     def forward(self, path: str, headers: dict, body: bytes) -> tuple[int, dict, bytes]:
         key = take_key()
@@ -246,6 +270,43 @@ def write_commands(root: Path) -> None:
         (bin_dir / name).chmod(0o555)
 
 
+def cli_paths(executable: str) -> tuple[str, list[str]]:
+    """The CLI's real file (what the box runs) and what it must read there: its npm install
+    (the `node_modules` that holds it, or its own directory) and node's prefix."""
+    found = shutil.which(executable) or executable
+    real = Path(os.path.realpath(found))
+    if not real.is_file():
+        raise RoleError(f"the Claude Code CLI {executable!r} was not found")
+    parts = real.parts
+    read = [Path(*parts[: parts.index("node_modules") + 1]) if "node_modules" in parts else real]
+    node = shutil.which("node")
+    if node:  # a CLI that is a node script (`#!/usr/bin/env node`); /usr is the box's anyway
+        prefix = Path(os.path.realpath(node)).parent.parent
+        if prefix != Path("/"):
+            read.append(prefix)
+    return str(real), [str(p) for p in read]
+
+
+def boxed_argv(argv: list[str], env: dict, bridge: Bridge, ws) -> list[str]:
+    """`argv` (the CLI) started by the forwarder, in the box: the workspace writable but its
+    read-only top entries; the CLI's install and the bridge's directory read-only; its own
+    loopback up for the forwarder; nothing else of the host."""
+    from scripts import box, isolation
+
+    real, read = cli_paths(argv[0])
+    plan = box.plan(
+        read=[*read, bridge.directory],
+        write=[ws.root],
+        frozen=[ws.root / name for name in READ_ONLY_TOP],
+        cwd=str(ws.root),
+        loopback=True,
+    )
+    bridge.admit(plan["uid"], plan["gid"])
+    names = "ANTHROPIC_BASE_URL,BAKEOFF_BRIDGE_URL"
+    forward = [sys.executable, "-I", "-S", str(FORWARD), bridge.socket_path, names, "--"]
+    return isolation.wrap([*forward, real, *argv[1:]], env, plan)
+
+
 def converse(
     *,
     settings: AgentSettings,
@@ -257,6 +318,11 @@ def converse(
     remaining=lambda: float("inf"),
     accept=None,
 ) -> BaseModel:
+    from scripts import isolation
+
+    refused = isolation.refusal()
+    if refused:
+        raise RoleError(refused)
     ws = tools.ws
     write_commands(ws.root)
     guide = (
@@ -264,6 +330,7 @@ def converse(
         f"Finish with: python3 bin/submit JSON (or @FILE), the JSON matching this schema:\n"
         f"{json.dumps(output.model_json_schema())}"
     )
+    # Belt and braces: the box holds none of these paths.
     deny = [f"Read({p}/**)" for p in ws.forbidden()] + [f"Edit({ws.task_dir}/**)"]
     config = {"permissions": {"deny": deny}}
     with Bridge(settings, transcript, tools, output, accept) as bridge:
@@ -272,13 +339,14 @@ def converse(
         env = {k: os.environ[k] for k in ("PATH", "LANG", "TRITON_INTERPRET") if k in os.environ}
         env.update(
             HOME=str(home),
-            ANTHROPIC_BASE_URL=bridge.url,
             ANTHROPIC_API_KEY=bridge.token,
-            BAKEOFF_BRIDGE_URL=bridge.url,
             BAKEOFF_BRIDGE_TOKEN=bridge.token,
             CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
             DISABLE_AUTOUPDATER="1",
         )
+        if not isolation.wanted():
+            env["BAKEOFF_ISOLATION"] = "none"  # the forwarder and the CLI run unboxed
+            transcript.event("warning", text=isolation.WARNING)
         argv = [settings.claude_code, "-p", prompt + guide, "--output-format", "json"]
         argv += ["--model", settings.model, "--max-turns", str(settings.max_turns)]
         argv += ["--append-system-prompt", system, "--allowedTools", ",".join(ALLOWED)]
@@ -286,7 +354,7 @@ def converse(
         transcript.event("prompt", system=system, prompt=prompt, argv=argv[:1] + argv[3:])
         limit = max(1.0, min(remaining(), settings.max_lane_seconds))
         proc = subprocess.Popen(
-            argv,
+            boxed_argv(argv, env, bridge, ws),
             cwd=ws.root,
             env=env,
             stdin=subprocess.DEVNULL,

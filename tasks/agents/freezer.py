@@ -76,7 +76,7 @@ def write_spec(
     kernel_dir: Path, out: Path, work: Path, settings: AgentSettings | None = None
 ) -> Path:
     """Ask oracle_freezer for the spec of `kernel_dir`; return `out` (sources + op.toml)."""
-    from scripts.formats import load_spec
+    from scripts.untrusted import load_spec  # the draft imports the user's kernel: boxed
     from tasks.agents.loop import SYSTEM, drive
     from tasks.agents.outputs import SpecDraft
     from tasks.agents.settings import AgentSettings

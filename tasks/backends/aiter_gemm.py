@@ -1,21 +1,24 @@
 """AMD aiter / Composable Kernel tuned GEMMs on ROCm, tuned offline on the frozen shapes.
 
-Steps: record the op's bf16/fp16 GEMMs on meta tensors, write aiter's untuned CSV, run gradlib's
-tuner, check the tuned CSV covers them, and offer the op with its GEMMs routed to
-`aiter.tuned_gemm.tgemm` as a `tuned-env` candidate (AITER_CONFIG_GEMM_BF16 = the tuned CSV,
-AITER_LOG_TUNED_CONFIG = 1). `engaged(result)` confirms from the candidate's own output that
-aiter used the tuned rows; Discover keeps it as the env candidate only then.
+Steps: record the op's bf16/fp16 GEMMs on meta tensors (in the box: that runs the user's op),
+write aiter's untuned CSV, run gradlib's tuner, check the tuned CSV covers them, and offer the
+op with its GEMMs routed to `aiter.tuned_gemm.tgemm` as a `tuned-env` candidate
+(AITER_CONFIG_GEMM_BF16 = the tuned CSV, AITER_LOG_TUNED_CONFIG = 1). `engaged(result)` confirms
+from the candidate's own output that aiter used the tuned rows; Discover keeps it as the env
+candidate only then.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import torch
 
+from scripts import sandbox
 from scripts.spec import OpKind, OpSpec
 from tasks.backends import aiter_csv, gemm_shapes, wrappers
 from tasks.backends.aiter_route import ROUTED_DTYPES
@@ -69,9 +72,17 @@ class AiterGemm(Backend):
         untuned = aiter_csv.write_untuned(out / "bf16_untuned_gemm.csv", shapes)
         tuned = out / "bf16_tuned_gemm.csv"
         cmd, cwd = aiter_csv.tuner_command(aiter_root(), untuned, tuned)
+        # aiter's own tuner (a library's code, not the user's: it reads only the shapes'
+        # CSV) runs outside the box, as its JIT builds write into aiter's install; it gets
+        # the box's environment all the same, never a credential.
         with open(out / "tune.log", "w") as log:
             done = subprocess.run(
-                cmd, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, timeout=TUNE_TIMEOUT_S
+                cmd,
+                cwd=cwd,
+                env=sandbox.scrub_env(os.environ),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                timeout=TUNE_TIMEOUT_S,
             )
         if done.returncode != 0 or not tuned.is_file():
             raise RuntimeError(f"aiter's tuner exited {done.returncode}; see {out}/tune.log")

@@ -1,10 +1,12 @@
 """Run the frozen op's own code over every workload in a child process, for tuners that learn
-from real calls (TunableOp). `python -m tasks.backends.offline_run TASK_DIR ENTRY [REPEATS]`."""
+from real calls (TunableOp). `python -m tasks.backends.offline_run TASK_DIR ENTRY [REPEATS]`.
+
+The op's code is the user's: the child runs in the box (scripts/box.py), the frozen task
+read-only, only the tuner's output directory writable, the box's allow-listed environment."""
 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -32,18 +34,34 @@ def main(argv: list[str]) -> int:
 
 
 def run(task_dir: Path, entry: str, env: dict[str, str], timeout_s: float, log: Path) -> int:
-    """Run main() in a child with `env` added; its output goes to `log`. Returns the exit code."""
-    full = {**os.environ, **env, "PYTHONPATH": str(ROOT)}
+    """Run main() in a boxed child with `env` added; it writes only `log`'s directory (where
+    the tuner's files go), its output goes to `log`. Returns the exit code (124: timed out)."""
+    from scripts import box, sandbox
+
+    out = Path(log).resolve().parent
+    scratch = out / "scratch"
+    scratch.mkdir(parents=True, exist_ok=True)
+    full = {**sandbox.scrub_env(os.environ), **env}
+    full.update(
+        PYTHONPATH=str(ROOT),
+        HOME=str(scratch),
+        TMPDIR=str(scratch),
+        XDG_CACHE_HOME=str(scratch / "cache"),
+        TRITON_CACHE_DIR=str(scratch / "triton"),
+        TORCHINDUCTOR_CACHE_DIR=str(scratch / "inductor"),
+    )
     cmd = [sys.executable, "-m", "tasks.backends.offline_run", str(task_dir), entry]
-    with open(log, "w") as out:
-        try:
-            done = subprocess.run(
-                cmd, cwd=ROOT, env=full, stdout=out, stderr=subprocess.STDOUT, timeout=timeout_s
-            )
-        except subprocess.TimeoutExpired:
-            out.write(f"\ntimed out after {timeout_s:.0f} s\n")
-            return 124
-    return done.returncode
+    plan = box.plan(read=[task_dir], write=[out], cwd=str(out))
+    finished = sandbox.run(cmd, env=full, cwd=out, log_path=log, timeout_s=timeout_s, box=plan)
+    if finished.timed_out:
+        with open(log, "a") as f:
+            f.write(f"\ntimed out after {timeout_s:.0f} s\n")
+        return 124
+    why = box.reason(finished.returncode or 0)
+    if why:
+        with open(log, "a") as f:
+            f.write(f"\n{why}\n")
+    return finished.returncode
 
 
 if __name__ == "__main__":
