@@ -193,6 +193,7 @@ class Runner:
         self.src_dir = Path(request.src_dir)
         self.spent_ns = 0
         self.launched: list[str] = []  # Triton kernels its checked calls launched
+        self.extensions: list[str] = []  # and compiled extension functions they called
 
     def inputs(self, workload, seed: int) -> list:
         return list(self.fmt.make_inputs(self.spec, self.src_dir, workload, seed, self.device))
@@ -212,7 +213,7 @@ class Runner:
                 self.spent_ns += _NOW_NS() - t0
 
     def checked_call(self, args):
-        with poisoned_allocations(), launches.counting(self.launched):
+        with poisoned_allocations(), launches.counting(self.launched, self.extensions):
             result = self.fn(*args)
             self.clock.sync()
         return result
@@ -333,6 +334,7 @@ class Runner:
             record.structure = record.structure or self.structure
             shapes = [tuple(s.shape) for s in snaps]
         record.triton_kernels, self.launched = sorted(set(self.launched)), []
+        record.extension_calls, self.extensions = sorted(set(self.extensions)), []
         if not wl.timed:  # a size checked for correctness only (scripts/sizes.py)
             return record
         args = self.inputs(wl, seeds.warmup_seed)
@@ -429,6 +431,7 @@ def main(argv: list[str]) -> int:
     if device == "cpu" and "OMP_NUM_THREADS" not in os.environ:
         torch.set_num_threads(1)  # a host clock on a shared machine: one thread varies least
     guard = Guard(device)
+    launches.install_extensions()  # before the candidate binds load_inline / load
     results.write(protocol.HELLO, protocol.ChildHello(device=device, clock=clock.kind))
     t0 = _NOW_NS()
     try:

@@ -405,11 +405,12 @@ class Judge:
 
 def _spent(verdict: WorkloadVerdict, record: protocol.ChildWorkload) -> WorkloadVerdict:
     """`verdict` with the seconds the candidate's process spent in that workload's calls, and
-    the Triton kernels its checked calls launched (scripts/launches.py)."""
+    the Triton kernels its checked calls launched and the compiled extension functions they
+    called (scripts/launches.py)."""
     kernels = sorted(set(record.triton_kernels))
-    return verdict.model_copy(
-        update={"candidate_seconds": record.candidate_s, "triton_kernels": kernels}
-    )
+    calls = sorted(set(record.extension_calls))
+    update = {"candidate_seconds": record.candidate_s, "triton_kernels": kernels}
+    return verdict.model_copy(update={**update, "extension_calls": calls})
 
 
 def _beside(beside: Results, index: int) -> protocol.ChildWorkload | str:

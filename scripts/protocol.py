@@ -113,6 +113,7 @@ class ChildWorkload(BaseModel):
     wall_calls: int = 0
     candidate_s: float = 0.0  # time spent inside the candidate's calls
     triton_kernels: list[str] = Field(default_factory=list)  # launched in its checked calls
+    extension_calls: list[str] = Field(default_factory=list)  # compiled functions called there
 
 
 class ChildHello(BaseModel):

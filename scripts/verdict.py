@@ -77,6 +77,9 @@ class WorkloadVerdict(BaseModel):
     # The Triton kernels (function names) its checked calls launched: a Triton lane ranks only
     # candidates that launched one (tasks/language_rule.py). Reported by the candidate's process.
     triton_kernels: list[str] = Field(default_factory=list)
+    # The functions of its own compiled extensions (load_inline / load modules, hip-python
+    # launches) those calls ran: a CUDA or HIP lane ranks only candidates that ran one.
+    extension_calls: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _fields_match_status(self) -> WorkloadVerdict:
@@ -123,6 +126,11 @@ class Verdict(BaseModel):
     def triton_kernels(self) -> list[str]:
         """Every Triton kernel its checked calls launched, over all workloads."""
         return sorted({k for w in self.workloads for k in w.triton_kernels})
+
+    @property
+    def extension_calls(self) -> list[str]:
+        """Every function of its own compiled extensions its checked calls ran."""
+        return sorted({k for w in self.workloads for k in w.extension_calls})
 
     @computed_field
     @property

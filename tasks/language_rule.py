@@ -7,8 +7,9 @@ kernel", whoever wrote it. The harness reports which kernels ran (`WorkloadVerdi
 triton_kernels`, scripts/launches.py); this side decides, so the verdict kept in the run's
 `checked/` record stays the harness's own and a candidate met by two lanes is judged by each
 lane's language. The frozen input checked as a candidate is the denominator, never refused.
-CUDA and HIP lanes are not ruled yet: launches of a candidate's own compiled extension are not
-recorded.
+A CUDA or HIP lane's candidate must call its own compiled code in its checked calls: a function
+of a module load_inline or load built for it, or a hip-python launch (`WorkloadVerdict.
+extension_calls`); one that called none is FLAGGED "called no compiled kernel of its own".
 """
 
 from __future__ import annotations
@@ -17,14 +18,23 @@ from scripts.verdict import Status
 from tasks.models import CandidateResult
 
 NO_TRITON = "launched no Triton kernel in its checked calls: a Triton lane ranks only Triton"
+NO_EXTENSION = (
+    "called no compiled kernel of its own in its checked calls: a {language} lane ranks only "
+    "candidates that run their own compiled extension"
+)
+_COMPILED = {"cuda": "CUDA", "hip": "HIP"}
 
 
 def ruled(result: CandidateResult) -> CandidateResult:
     """`result`, FLAGGED where its language's rule refuses it; unchanged otherwise."""
     ref, v = result.candidate, result.verdict
-    if ref.language != "triton" or ref.mode == "baseline" or not v.passed:
+    if ref.mode == "baseline" or not v.passed:
         return result
-    if v.triton_kernels:
+    if ref.language == "triton" and not v.triton_kernels:
+        reason = NO_TRITON
+    elif ref.language in _COMPILED and not v.extension_calls:
+        reason = NO_EXTENSION.format(language=_COMPILED[ref.language])
+    else:
         return result
-    verdict = v.model_copy(update={"status": Status.FLAGGED, "reason": NO_TRITON, "speedup": None})
+    verdict = v.model_copy(update={"status": Status.FLAGGED, "reason": reason, "speedup": None})
     return result.model_copy(update={"verdict": verdict})

@@ -318,6 +318,9 @@ def verdict_text(result: CandidateResult, receipt: str) -> str:
     if result.candidate.language == "triton":
         ran = ", ".join(v.triton_kernels) or "none"
         lines.append(f"Triton kernels launched in its checked calls: {ran}")
+    elif result.candidate.language in ("cuda", "hip"):
+        ran = ", ".join(v.extension_calls) or "none"
+        lines.append(f"its compiled functions called in its checked calls: {ran}")
     if v.output_tail.strip() and not v.passed:
         lines.append("output (last lines):\n" + "\n".join(v.output_tail.splitlines()[-30:]))
     lines.append(f"receipt: {receipt}")
