@@ -14,6 +14,11 @@ before. Everything the reference does besides the matched op stays torch.
     sum / mean / amax / amin(x, dim, keepdim)
     cumsum(x, dim)
     scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    swiglu(a, b) / geglu(a, b, approximate)   silu(a) * b / gelu(a) * b, a and b of one shape
+
+A gated activation is two calls: the activation's call returns a placeholder (its output, not
+yet computed), and the product that reads it gets the fused kernel's result. Any other use of
+the placeholder (the matcher saw none) fills it with the activation first, so it never leaks.
 """
 
 from __future__ import annotations
@@ -27,6 +32,10 @@ from torch.overrides import TorchFunctionMode
 
 _HERE = Path(__file__).resolve().parent
 REDUCTIONS = ("sum", "mean", "amax", "amin")
+GATES = {"swiglu": "silu", "geglu": "gelu"}
+MULS = ("mul", "__mul__", "__rmul__")
+# Calls that read a tensor's metadata only: a placeholder answers them as it is.
+_META = ("__get__", "__set__", "size", "dim", "numel", "stride", "is_contiguous")
 
 
 def _arg(args, kwargs, i, name, default=None):
@@ -73,6 +82,16 @@ def operands(op: str, fn: str, args, kwargs):
     return None
 
 
+def gate(op: str, fn: str, args, kwargs):
+    """The extra operands of a gated op's activation call (() for silu, (approximate,) for
+    gelu), or None when the call is not its activation (an in-place silu is not)."""
+    if GATES.get(op) != fn or not args or not isinstance(args[0], torch.Tensor):
+        return None
+    if fn == "silu":
+        return None if _arg(args, kwargs, 1, "inplace", False) else ()
+    return (_arg(args, kwargs, 1, "approximate", "none"),)
+
+
 def _load_impl(name: str):
     spec = importlib.util.spec_from_file_location(f"_bakeoff_route_{name[:-3]}", _HERE / name)
     module = importlib.util.module_from_spec(spec)
@@ -100,11 +119,35 @@ class Route(TorchFunctionMode):
             if name not in Route.impls:
                 Route.impls[name] = _load_impl(name)
         self._pending: dict[int, tuple[torch.Tensor, list[str]]] = {}
+        self._gates: dict[int, tuple] = {}  # placeholder id -> (it, activation call, op, impl)
+
+    def _gated(self, func, fn, args, kwargs):
+        """A gated product's fused result, or None after filling any placeholder it reads."""
+        held = [a for a in (*args, *kwargs.values()) if id(a) in self._gates]
+        if fn in MULS and len(held) == 1 and len(args) == 2 and not kwargs:
+            ph, (act, act_args, act_kwargs, extra, op, name) = held[0], self._gates.pop(id(held[0]))
+            other = args[1] if args[0] is ph else args[0]
+            a = act_args[0]
+            if isinstance(other, torch.Tensor) and other.shape == a.shape:
+                out = getattr(Route.impls[name], op)(a, other, *extra)
+                if out is not None:
+                    Route.engaged += 1
+                    return out
+            self._gates[id(ph)] = (act, act_args, act_kwargs, extra, op, name)
+        for ph in held:  # any other use: the activation's real output, computed now
+            act, act_args, act_kwargs, *_ = self._gates.pop(id(ph))
+            with torch.no_grad():
+                ph.copy_(act(*act_args, **act_kwargs))
+        return None
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         fn = getattr(func, "__name__", "")
         first = args[0] if args else None
+        if self._gates and fn not in _META:
+            out = self._gated(func, fn, args, kwargs)
+            if out is not None:
+                return out
         if isinstance(first, torch.Tensor) and id(first) in self._pending:
             out, left = self._pending.pop(id(first))
             if out is first and left and fn == left[0]:
@@ -112,6 +155,11 @@ class Route(TorchFunctionMode):
                     self._pending[id(out)] = (out, left[1:])
                 return out
         for op, epilogue, name in self.routes:
+            extra = gate(op, fn, args, kwargs)
+            if extra is not None:  # the product that reads it decides (see _gated)
+                ph = torch.empty_like(args[0])
+                self._gates[id(ph)] = (func, args, kwargs, extra, op, name)
+                return ph
             ops = operands(op, fn, args, kwargs)
             out = None if ops is None else getattr(Route.impls[name], op)(*ops)
             if out is None:
