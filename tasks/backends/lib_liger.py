@@ -1,9 +1,10 @@
 """Liger-Kernel (`liger-kernel`, Triton; NVIDIA and ROCm): RMSNorm, LayerNorm, softmax and
 cross-entropy, SwiGLU and GeGLU forward through its autograd functions
 (`liger_kernel.ops.*Function.apply`), which compute no gradient when the input does not ask for
-one. Its GeGLU is the tanh-approximated GELU only, and its gated kernels read a and b with one
-row stride (contiguous copies are passed). Its fused linear + cross-entropy, RoPE and KL/JSD need
-matches this matcher does not make yet."""
+one, and fused linear + cross-entropy (2-D input, no class weights) through its functional
+wrapper. Its GeGLU is the tanh-approximated GELU only, and its gated kernels read a and b with
+one row stride (contiguous copies are passed). Its RoPE and KL/JSD need matches this matcher
+does not make yet."""
 
 from __future__ import annotations
 
@@ -67,6 +68,18 @@ def geglu(a, b, approximate):
     if a.dtype not in _FLOATS:
         return None
     return LigerGELUMulFunction.apply(a.contiguous(), b.contiguous())
+
+
+def linear_cross_entropy(x, w, bias, target, reduction):
+    # the functional wrapper by keyword: the autograd function's positional order has changed
+    # between Liger's releases
+    from liger_kernel.transformers.functional import liger_fused_linear_cross_entropy
+
+    if x.dim() != 2 or x.dtype not in _FLOATS or w.dtype != x.dtype or target.dim() != 1:
+        return None
+    out = liger_fused_linear_cross_entropy(x, w, target, bias=bias, reduction=reduction)
+    out = getattr(out, "loss", out)
+    return out[0] if isinstance(out, tuple) else out
 '''
 
 
@@ -75,7 +88,15 @@ class Liger(Library):
     dist = "liger-kernel"
     module = "liger_kernel"
     vendors = ("nvidia", "amd")
-    ops = ("rms_norm", "layer_norm", "softmax", "cross_entropy", "swiglu", "geglu")
+    ops = (
+        "rms_norm",
+        "layer_norm",
+        "softmax",
+        "cross_entropy",
+        "swiglu",
+        "geglu",
+        "linear_cross_entropy",
+    )
     interpreter = True
     IMPL = IMPL
 

@@ -155,6 +155,28 @@ def _gated(calls: list[dict], i: int, outputs: list[str]) -> tuple[dict | None, 
     }, None
 
 
+def _linear_ce(calls: list[dict], outputs: list[str]) -> list[dict]:
+    """cross_entropy(linear(x, w[, b]), target) with the logits read by nothing else: one op a
+    fused kernel computes without writing the logits (Liger's fused linear + cross-entropy)."""
+    found = []
+    for c in calls:
+        if c["fn"] != "cross_entropy" or len(c["args"]) < 2:
+            continue
+        logits = _tensor(c["args"][0])
+        lin = next((p for p in calls if p["fn"] == "linear" and logits in p["out"]), None)
+        if lin is None or _uses(calls, logits) != 1 or logits in outputs:
+            continue
+        plain = _arg(c, 2, "weight") is None and not _arg(c, 7, "label_smoothing", 0.0)
+        if not plain or _arg(c, 4, "ignore_index", -100) != -100:
+            continue
+        x, w, b = _tensor(lin["args"][0]), _tensor(lin["args"][1]), _tensor(_arg(lin, 2, "bias"))
+        reads = [x, w] + ([b] if b else []) + [_tensor(c["args"][1])]
+        reduction = _arg(c, 6, "reduction", "mean")
+        found.append({"op": "linear_cross_entropy", "reads": reads,
+                      "params": {"reduction": reduction, "has_bias": b is not None}})  # fmt: skip
+    return found
+
+
 def _rms_whole(aten: list[dict]) -> dict | None:
     """pow(x, 2) -> mean(last, keepdim) -> add(eps) -> rsqrt -> mul(x) [-> mul(w)] as the graph."""
     ops = [n for n in aten if n["op"] == "call_function"]
@@ -210,6 +232,7 @@ def find(trace: dict) -> tuple[list[Match], list[str]]:
             notes.append(why)
         if fields:
             found.append((fields, i, "route"))
+    found += [(f, None, "route") for f in _linear_ce(calls, outputs)]
     whole = _rms_whole(first.get("aten", []))
     if whole:  # the whole graph is the op: its parts (the mean inside) are not matches
         found = [(whole, None, "whole")]

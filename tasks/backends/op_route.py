@@ -15,10 +15,12 @@ before. Everything the reference does besides the matched op stays torch.
     cumsum(x, dim)
     scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     swiglu(a, b) / geglu(a, b, approximate)   silu(a) * b / gelu(a) * b, a and b of one shape
+    linear_cross_entropy(x, w, bias, target, reduction)   cross_entropy(linear(x, w, bias), target)
 
-A gated activation is two calls: the activation's call returns a placeholder (its output, not
-yet computed), and the product that reads it gets the fused kernel's result. Any other use of
-the placeholder (the matcher saw none) fills it with the activation first, so it never leaks.
+These are two calls each: the first (silu, gelu, linear) returns a placeholder (its output,
+not yet computed), and the second, reading it, gets the fused function's result. Any other use
+of the placeholder (the matcher saw none) fills it with the first call's output, so it never
+leaks. (A linear's placeholder is still allocated at the logits' size, for that fill.)
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ from torch.overrides import TorchFunctionMode
 
 _HERE = Path(__file__).resolve().parent
 REDUCTIONS = ("sum", "mean", "amax", "amin")
-GATES = {"swiglu": "silu", "geglu": "gelu"}
+# Ops of two calls, fused: the first call's name (its output read by the second only).
+DEFERRED = {"swiglu": "silu", "geglu": "gelu", "linear_cross_entropy": "linear"}
 MULS = ("mul", "__mul__", "__rmul__")
 # Calls that read a tensor's metadata only: a placeholder answers them as it is.
 _META = ("__get__", "__set__", "size", "dim", "numel", "stride", "is_contiguous")
@@ -83,13 +86,39 @@ def operands(op: str, fn: str, args, kwargs):
 
 
 def gate(op: str, fn: str, args, kwargs):
-    """The extra operands of a gated op's activation call (() for silu, (approximate,) for
-    gelu), or None when the call is not its activation (an in-place silu is not)."""
-    if GATES.get(op) != fn or not args or not isinstance(args[0], torch.Tensor):
+    """The extra operands of a deferred op's first call (() for silu, (approximate,) for gelu,
+    (bias,) for linear), or None when the call is not its first (an in-place silu is not)."""
+    if DEFERRED.get(op) != fn or not args or not isinstance(args[0], torch.Tensor):
         return None
     if fn == "silu":
         return None if _arg(args, kwargs, 1, "inplace", False) else ()
+    if fn == "linear":
+        ok = len(args) > 1 and isinstance(args[1], torch.Tensor)
+        return (_arg(args, kwargs, 2, "bias"),) if ok else None
     return (_arg(args, kwargs, 1, "approximate", "none"),)
+
+
+def _placeholder(fn: str, args) -> torch.Tensor:
+    """The first call's output, uncomputed: the shape and dtype it would have."""
+    if fn == "linear":
+        return args[0].new_empty((*args[0].shape[:-1], args[1].shape[0]))
+    return torch.empty_like(args[0])
+
+
+def deferred_operands(op: str, first: tuple, extra: tuple, ph, fn: str, args, kwargs):
+    """The fused function's operands when this call is the second of `op` (reading the
+    placeholder `ph` of the first, called with `first`), else None."""
+    if op in ("swiglu", "geglu"):
+        if fn not in MULS or len(args) != 2 or kwargs:
+            return None
+        other = args[1] if args[0] is ph else args[0]
+        a = first[0]
+        ok = isinstance(other, torch.Tensor) and other is not ph and other.shape == a.shape
+        return (a, other, *extra) if ok else None
+    if op == "linear_cross_entropy" and args and args[0] is ph:
+        ce = operands("cross_entropy", fn, args, kwargs)
+        return None if ce is None else (first[0], first[1], extra[0], ce[1], ce[2])
+    return None
 
 
 def _load_impl(name: str):
@@ -122,22 +151,21 @@ class Route(TorchFunctionMode):
         self._gates: dict[int, tuple] = {}  # placeholder id -> (it, activation call, op, impl)
 
     def _gated(self, func, fn, args, kwargs):
-        """A gated product's fused result, or None after filling any placeholder it reads."""
+        """A deferred op's fused result, or None after filling any placeholder the call reads."""
         held = [a for a in (*args, *kwargs.values()) if id(a) in self._gates]
-        if fn in MULS and len(held) == 1 and len(args) == 2 and not kwargs:
-            ph, (act, act_args, act_kwargs, extra, op, name) = held[0], self._gates.pop(id(held[0]))
-            other = args[1] if args[0] is ph else args[0]
-            a = act_args[0]
-            if isinstance(other, torch.Tensor) and other.shape == a.shape:
-                out = getattr(Route.impls[name], op)(a, other, *extra)
-                if out is not None:
-                    Route.engaged += 1
-                    return out
-            self._gates[id(ph)] = (act, act_args, act_kwargs, extra, op, name)
-        for ph in held:  # any other use: the activation's real output, computed now
-            act, act_args, act_kwargs, *_ = self._gates.pop(id(ph))
+        if len(held) == 1:
+            ph = held[0]
+            first_func, first_args, first_kwargs, extra, op, name = self._gates[id(ph)]
+            ops = deferred_operands(op, first_args, extra, ph, fn, args, kwargs)
+            out = None if ops is None else getattr(Route.impls[name], op)(*ops)
+            if out is not None:
+                self._gates.pop(id(ph))
+                Route.engaged += 1
+                return out
+        for ph in held:  # any other use: the first call's real output, computed now
+            first_func, first_args, first_kwargs, *_ = self._gates.pop(id(ph))
             with torch.no_grad():
-                ph.copy_(act(*act_args, **act_kwargs))
+                ph.copy_(first_func(*first_args, **first_kwargs))
         return None
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -157,7 +185,7 @@ class Route(TorchFunctionMode):
         for op, epilogue, name in self.routes:
             extra = gate(op, fn, args, kwargs)
             if extra is not None:  # the product that reads it decides (see _gated)
-                ph = torch.empty_like(args[0])
+                ph = _placeholder(fn, args)
                 self._gates[id(ph)] = (func, args, kwargs, extra, op, name)
                 return ph
             ops = operands(op, fn, args, kwargs)
