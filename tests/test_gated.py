@@ -120,3 +120,32 @@ def test_route_fills_the_gate_when_something_else_reads_it(tmp_path):
     torch.testing.assert_close(got, F.gelu(a) * b)
     torch.testing.assert_close(tanh, F.gelu(a, approximate="tanh") * b)
     assert route.Route.engaged == 0
+
+
+def test_every_match_at_once_on_two_projections(tmp_path):
+    """The all-matches route of silu(w1(x)) * w2(x): the first GEMM takes silu as its epilogue
+    (so the gated route is not engaged and the product runs in torch). The second GEMM is
+    offered to the epilogue route first, which defers it; its output meets the product, not
+    silu, so it is filled by torch's linear: never given the first GEMM's epilogue."""
+    init, body, _ = CASES["two_linears"]
+    found, _ = find(traced(_problem(tmp_path, "two", body, init)))
+    route_dir = tmp_path / "all"
+    route_dir.mkdir()
+    shutil.copy2(kt.ROUTE, route_dir / "op_route.py")
+    routes = []
+    for i, m in enumerate(found):
+        (route_dir / f"impl_{i}.py").write_text(kt.render_impl(m, kt.space(m)[1]))
+        routes.append(
+            {"op": m.op, "epilogue": m.params.get("epilogue", []), "impl": f"impl_{i}.py"}
+        )
+    (route_dir / "route.json").write_text(json.dumps({"routes": routes}))
+    route = _load((route_dir / "op_route.py").read_text(), route_dir, "op_route")
+    route.Route.engaged = 0
+    w1, w2 = torch.nn.Linear(24, 40, bias=False), torch.nn.Linear(24, 40, bias=False)
+    x = torch.randn(16, 24)
+    with torch.no_grad():
+        want = F.silu(w1(x)) * w2(x)
+        with route.Route():
+            got = F.silu(w1(x)) * w2(x)
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+    assert route.Route.engaged == 1  # the first GEMM with its silu

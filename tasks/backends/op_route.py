@@ -10,7 +10,7 @@ before. Everything the reference does besides the matched op stays torch.
     layer_norm(x, normalized_shape, weight, bias, eps)
     rms_norm(x, normalized_shape, weight, eps)
     cross_entropy(logits, target, reduction)
-    linear(x, w, bias)                 (the matched epilogue applied inside)
+    linear(x, w, bias)                 (the matched epilogue applied inside; deferred as below)
     sum / mean / amax / amin(x, dim, keepdim)
     cumsum(x, dim)
     scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
@@ -115,6 +115,9 @@ def deferred_operands(op: str, first: tuple, extra: tuple, ph, fn: str, args, kw
         a = first[0]
         ok = isinstance(other, torch.Tensor) and other is not ph and other.shape == a.shape
         return (a, other, *extra) if ok else None
+    if op == "linear":  # extra: (the epilogue's calls, the GEMM's operands)
+        ok = args and args[0] is ph and fn == extra[0][0]
+        return extra[1] if ok else None
     if op == "linear_cross_entropy" and args and args[0] is ph:
         ce = operands("cross_entropy", fn, args, kwargs)
         return None if ce is None else (first[0], first[1], extra[0], ce[1], ce[2])
@@ -161,6 +164,8 @@ class Route(TorchFunctionMode):
             if out is not None:
                 self._gates.pop(id(ph))
                 Route.engaged += 1
+                if op == "linear" and extra[0][1:]:  # the epilogue's later calls: answered
+                    self._pending[id(out)] = (out, list(extra[0][1:]))
                 return out
         for ph in held:  # any other use: the first call's real output, computed now
             first_func, first_args, first_kwargs, *_ = self._gates.pop(id(ph))
@@ -189,11 +194,15 @@ class Route(TorchFunctionMode):
                 self._gates[id(ph)] = (func, args, kwargs, extra, op, name)
                 return ph
             ops = operands(op, fn, args, kwargs)
+            if ops is not None and op == "linear" and epilogue:
+                # deferred too: only a GEMM whose output meets the epilogue's first call gets
+                # the fused kernel (another F.linear in the reference must not get the epilogue)
+                ph = _placeholder(fn, args)
+                self._gates[id(ph)] = (func, args, kwargs, (list(epilogue), ops), op, name)
+                return ph
             out = None if ops is None else getattr(Route.impls[name], op)(*ops)
             if out is None:
                 continue
             Route.engaged += 1
-            if op == "linear" and epilogue:
-                self._pending[id(out)] = (out, list(epilogue))
             return out
         return func(*args, **kwargs)
