@@ -135,7 +135,9 @@ def report(
         logger.warning(f"no prose: the reporter failed: {type(exc).__name__}: {exc}")
         prose, dropped = "", []
     result = result.model_copy(update={"prose": prose, "prose_dropped": dropped})
-    markdown = render("report.md.j2", report=result)
+    markdown = render(
+        "report.md.j2", report=result, **report_html.discover_context(result, discovered)
+    )
     Path(result.report_path).write_text(markdown)
     write_json(Path(run_dir) / "report.json", result)
     report_html.write(result, discovered)

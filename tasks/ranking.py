@@ -212,6 +212,7 @@ def _row(result, source, review, failed_reason, base, base_interp=False) -> Cand
         spread=_spread(result),
         comparable=status != "not-comparable",
         path=result.candidate.path,
+        built_from=result.candidate.origin or "",
     )
 
 

@@ -24,7 +24,15 @@ _env = jinja2.Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
-_env.filters.update(speedup=_speedup, ms=_ms)
+
+
+def _floor_ms(row) -> float | None:
+    from tasks.discover_table import floor_ms
+
+    return floor_ms(row)
+
+
+_env.filters.update(speedup=_speedup, ms=_ms, floor_ms=_floor_ms)
 
 
 def render(name: str, **context) -> str:

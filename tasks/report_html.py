@@ -281,8 +281,8 @@ def build(
     fingerprint = json.loads((task / "fingerprint.json").read_text())
     baseline = json.loads((task / "baseline.json").read_text())
     _, base_spread = baseline_stats(task)
-    rates = rates or device_rates(fingerprint)
-    floor_rows = floors(spec, rates, discovered.plan.traced if discovered else None)
+    context = discover_context(report, discovered, rates)
+    rates, floor_rows = context["rates"], context["floors"]
     results = results_by_row(report, discovered)
     figures = speedup_figures(report, results, base_spread)
     figures["roofline"] = roofline_figure(report, results, floor_rows)
@@ -299,10 +299,29 @@ def build(
         figures_json=_script_json(figures),
         plotly_js=PLOTLY.read_text(),
         unleased=[lane for lane in report.lanes if lane.lease is None or not lane.lease.end],
-        discover_rows=discover_table.rows(discovered.plan, floor_rows) if discovered else [],
-        matched=discover_table.matched_line(discovered.plan) if discovered else "",
+        discover_rows=context["discover_rows"],
+        matched=context["matched"],
     )
     return page, figures
+
+
+def discover_context(
+    report: Report, discovered: DiscoverOutcome | None, rates: DeviceRates | None = None
+) -> dict:
+    """The op's floors on the task's device, Discover's rows (each candidate's origin and its
+    median over the floor) and its match line: computed here once, for report.html and
+    report.md alike."""
+    task = Path(report.task_dir)
+    spec = OpSpec.model_validate_json((task / "spec.json").read_text())
+    rates = rates or device_rates(json.loads((task / "fingerprint.json").read_text()))
+    floor_rows = floors(spec, rates, discovered.plan.traced if discovered else None)
+    return {
+        "rates": rates,
+        "floors": floor_rows,
+        "floor_of": {f.workload: discover_table.floor_ms(f) for f in floor_rows},
+        "discover_rows": discover_table.rows(discovered.plan, floor_rows) if discovered else [],
+        "matched": discover_table.matched_line(discovered.plan) if discovered else "",
+    }
 
 
 def write(report: Report, discovered: DiscoverOutcome | None = None) -> Path:

@@ -143,6 +143,9 @@ class CandidateRow(BaseModel):
     spread: float | None = None  # the candidate's own relative spread, mean over workloads
     comparable: bool = True  # False: interpreted against native, the speedup means nothing
     path: str = ""
+    # where the candidate itself came from: library and version, template and configuration,
+    # compile mode (the backend's own words, CandidateRef.origin)
+    built_from: str = ""
 
     def origin(self) -> str:
         """Who proposed it: its source, then any other that proposed the same candidate."""

@@ -67,6 +67,11 @@ def test_a_library_takes_only_the_ops_it_covers():
     found = [m("softmax"), m("linear"), m("rms_norm"), m("sum")]
     assert [x.op for x in lib_quack.BACKEND.covered(found)] == ["softmax", "rms_norm"]
     assert [x.op for x in lib_aiter_ops.BACKEND.covered(found)] == ["rms_norm"]
+    gates = [m("swiglu"), Match("geglu", "route", "float32", {}, [], {"approximate": "none"})]
+    gates.append(Match("geglu", "route", "float32", {}, [], {"approximate": "tanh"}))
+    # Liger's GeGLU is the tanh GELU only: an exact-GELU GeGLU is not its match
+    assert [x.label for x in lib_liger.BACKEND.covered(gates)] == ["swiglu", "geglu"]
+    assert lib_liger.BACKEND.covered(gates)[1].params["approximate"] == "tanh"
 
 
 def _shim(module, tmp_path: Path, name: str):
@@ -93,7 +98,9 @@ def _run_or_skip(fn, library_name):
     importlib.util.find_spec("liger_kernel") is None,
     reason="liger-kernel is not installed (the [nvidia]/[amd] extras; CI installs neither)",
 )
-@pytest.mark.parametrize("op", ["softmax", "cross_entropy", "rms_norm", "layer_norm"])
+@pytest.mark.parametrize(
+    "op", ["softmax", "cross_entropy", "rms_norm", "layer_norm", "swiglu", "geglu"]
+)
 def test_liger_under_the_interpreter(tmp_path, monkeypatch, op):
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     shim = _shim(lib_liger, tmp_path, op)
@@ -109,6 +116,14 @@ def test_liger_under_the_interpreter(tmp_path, monkeypatch, op):
         "layer_norm": (
             lambda: shim.layer_norm(x, (37,), w, b, 1e-5),
             lambda: F.layer_norm(x, (37,), w, b, 1e-5),
+        ),
+        "swiglu": (
+            lambda: shim.swiglu(x[:, :18], x[:, 18:36]),
+            lambda: F.silu(x[:, :18]) * x[:, 18:36],
+        ),
+        "geglu": (
+            lambda: shim.geglu(x[:, :18], x[:, 18:36], "tanh"),
+            lambda: F.gelu(x[:, :18], approximate="tanh") * x[:, 18:36],
         ),
     }
     got, want = calls[op]

@@ -35,6 +35,8 @@ TEMPLATE = {
     "amin": "reduce.py.j2",
     "cumsum": "scan.py.j2",
     "scaled_dot_product_attention": "attention.py.j2",
+    "swiglu": "gated.py.j2",
+    "geglu": "gated.py.j2",
 }
 # Triton expressions of the epilogues a GEMM template fuses (acc: the fp32 accumulator).
 _EPILOGUE = {
@@ -79,6 +81,16 @@ def space(match: Match, vendor: str = "nvidia") -> tuple[Space, dict]:
         default = {"passes": "row" if one else passes[1], "BLOCK_N": 1024,
                    "num_warps": 4 if n <= 1024 else 8 if n <= 4096 else 16, "num_stages": 1,
                    "persistent": False}  # fmt: skip
+        return Space(params, rule), default
+    if match.op in ("swiglu", "geglu"):  # elementwise: a tile of rows x columns a program
+        params = [Param("BLOCK_M", (1, 2, 4, 8, 16)), Param("BLOCK_N", (128, 256, 512, 1024)),
+                  Param("num_warps", (1, 2, 4, 8)), Param("num_stages", (1, 2))]  # fmt: skip
+
+        def rule(c):
+            return "tile over 8192 elements" if c["BLOCK_M"] * c["BLOCK_N"] > 8192 else None
+
+        default = {"BLOCK_M": 4 if n <= 1024 else 1, "BLOCK_N": 1024 if n > 512 else 256,
+                   "num_warps": 4, "num_stages": 1}  # fmt: skip
         return Space(params, rule), default
     precision = ("tf32x3", "ieee") if vendor == "nvidia" else ("ieee",)
     if match.op == "scaled_dot_product_attention":
@@ -128,6 +140,14 @@ def epilogue_steps(match: Match) -> list[str]:
     return steps
 
 
+def gate_step(match: Match) -> str | None:
+    """A gated match's activation as a Triton expression of `acc` (the gate, fp32)."""
+    if match.op not in ("swiglu", "geglu"):
+        return None
+    tanh = match.params.get("approximate") == "tanh"
+    return _EPILOGUE["silu" if match.op == "swiglu" else "gelu_tanh" if tanh else "gelu"]
+
+
 def render_impl(match: Match, config: dict) -> str:
     """impl.py for the match at one configuration point."""
     template = TEMPLATE[match.op]
@@ -140,6 +160,8 @@ def render_impl(match: Match, config: dict) -> str:
         config=config,
         config_repr=repr(config),
         epilogue=steps,
+        activation=gate_step(match),
+        approximate=match.params.get("approximate", "none"),
         epilogue_text=", ".join(e["fn"] for e in match.params.get("epilogue", [])) or "none",
     )
 

@@ -16,6 +16,9 @@ from dataclasses import asdict, dataclass, field
 EPILOGUES = ("relu", "gelu", "sigmoid", "tanh", "silu")
 FLOAT_DTYPES = ("float32", "float16", "bfloat16")
 REDUCTIONS = ("sum", "mean", "amax", "amin")
+# Gated activations: act(a) * b, the op class named after its activation (SwiGLU, GeGLU).
+GATES = {"silu": "swiglu", "gelu": "geglu"}
+MULS = ("mul", "__mul__", "__rmul__")
 
 
 @dataclass
@@ -115,6 +118,8 @@ def _route_match(calls: list[dict], i: int, outputs: list[str]) -> tuple[dict | 
             return None, "attention not on [batch, heads, seq, dim] of equal heads"
         reads = [x, _tensor(_arg(c, 1, "key")), _tensor(_arg(c, 2, "value"))]
         return {"op": fn, "reads": reads, "params": {"is_causal": bool(_arg(c, 5, "is_causal", False))}}, None  # fmt: skip
+    if fn in GATES:
+        return _gated(calls, i, outputs)
     if fn in REDUCTIONS:
         dim = _arg(c, 1, "dim")
         if dim is None or (isinstance(dim, list) and len(dim) != 1):
@@ -122,6 +127,54 @@ def _route_match(calls: list[dict], i: int, outputs: list[str]) -> tuple[dict | 
         dim = dim[0] if isinstance(dim, list) else dim
         return {"op": fn, "reads": [x], "params": {"dim": dim, "keepdim": bool(_arg(c, 2, "keepdim", False))}}, None  # fmt: skip
     return None, None
+
+
+def _gated(calls: list[dict], i: int, outputs: list[str]) -> tuple[dict | None, str | None]:
+    """silu(a) * b or gelu(a) * b (b of a's shape: a second projection, or the other half of a
+    chunk): the activation's output read once, by that product and nothing else."""
+    c, gate = calls[i], calls[i]["out"][0]
+    if c["fn"] == "silu" and _arg(c, 1, "inplace", False):
+        return None, None
+    if _uses(calls, gate) != 1 or gate in outputs:
+        return None, None
+    mul = next((n for n in calls[i + 1 :] if _uses([n], gate)), None)
+    if mul is None or mul["fn"] not in MULS or mul["kwargs"] or len(mul["args"]) != 2:
+        return None, None
+    other = [_tensor(a) for a in mul["args"] if _tensor(a) != gate]
+    if (
+        len(other) != 1
+        or other[0] is None
+        or mul["out_desc"][0]["shape"] != c["out_desc"][0]["shape"]
+    ):
+        return None, f"{c['fn']}(a) * b with b broadcast or not a tensor: not a gated activation"
+    params = {"approximate": _arg(c, 1, "approximate", "none")} if c["fn"] == "gelu" else {}
+    return {
+        "op": GATES[c["fn"]],
+        "reads": [_tensor(c["args"][0]), other[0]],
+        "params": params,
+    }, None
+
+
+def _linear_ce(calls: list[dict], outputs: list[str]) -> list[dict]:
+    """cross_entropy(linear(x, w[, b]), target) with the logits read by nothing else: one op a
+    fused kernel computes without writing the logits (Liger's fused linear + cross-entropy)."""
+    found = []
+    for c in calls:
+        if c["fn"] != "cross_entropy" or len(c["args"]) < 2:
+            continue
+        logits = _tensor(c["args"][0])
+        lin = next((p for p in calls if p["fn"] == "linear" and logits in p["out"]), None)
+        if lin is None or _uses(calls, logits) != 1 or logits in outputs:
+            continue
+        plain = _arg(c, 2, "weight") is None and not _arg(c, 7, "label_smoothing", 0.0)
+        if not plain or _arg(c, 4, "ignore_index", -100) != -100:
+            continue
+        x, w, b = _tensor(lin["args"][0]), _tensor(lin["args"][1]), _tensor(_arg(lin, 2, "bias"))
+        reads = [x, w] + ([b] if b else []) + [_tensor(c["args"][1])]
+        reduction = _arg(c, 6, "reduction", "mean")
+        found.append({"op": "linear_cross_entropy", "reads": reads,
+                      "params": {"reduction": reduction, "has_bias": b is not None}})  # fmt: skip
+    return found
 
 
 def _rms_whole(aten: list[dict]) -> dict | None:
@@ -179,12 +232,16 @@ def find(trace: dict) -> tuple[list[Match], list[str]]:
             notes.append(why)
         if fields:
             found.append((fields, i, "route"))
+    found += [(f, None, "route") for f in _linear_ce(calls, outputs)]
     whole = _rms_whole(first.get("aten", []))
     if whole:  # the whole graph is the op: its parts (the mean inside) are not matches
         found = [(whole, None, "whole")]
     matches = []
     for fields, _, how in found:
         descs = {n: _desc_of(w, fields["reads"][0]) for n, w in loads.items()}
+        if fields["op"] in GATES.values() and not _same_shape(loads, fields["reads"]):
+            notes.append(f"{fields['op']}: its two operands differ in shape (a broadcast)")
+            continue
         shapes = {n: d["shape"] for n, d in descs.items() if d}
         dtype = next((d["dtype"] for d in descs.values() if d), None)
         if dtype not in FLOAT_DTYPES:
@@ -197,6 +254,14 @@ def find(trace: dict) -> tuple[list[Match], list[str]]:
         seen = sorted({c["fn"] for c in calls if not c["fn"].startswith("_")})
         notes.append(f"no op class matched (calls seen: {', '.join(seen[:8]) or 'none'})")
     return matches, notes
+
+
+def _same_shape(loads: dict, reads: list[str]) -> bool:
+    for w in loads.values():
+        a, b = (_desc_of(w, r) for r in reads)
+        if a is None or b is None or (a["shape"], a["dtype"]) != (b["shape"], b["dtype"]):
+            return False
+    return True
 
 
 def _desc_of(workload: dict, label: str) -> dict | None:

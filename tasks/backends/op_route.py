@@ -10,10 +10,17 @@ before. Everything the reference does besides the matched op stays torch.
     layer_norm(x, normalized_shape, weight, bias, eps)
     rms_norm(x, normalized_shape, weight, eps)
     cross_entropy(logits, target, reduction)
-    linear(x, w, bias)                 (the matched epilogue applied inside)
+    linear(x, w, bias)                 (the matched epilogue applied inside; deferred as below)
     sum / mean / amax / amin(x, dim, keepdim)
     cumsum(x, dim)
     scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    swiglu(a, b) / geglu(a, b, approximate)   silu(a) * b / gelu(a) * b, a and b of one shape
+    linear_cross_entropy(x, w, bias, target, reduction)   cross_entropy(linear(x, w, bias), target)
+
+These are two calls each: the first (silu, gelu, linear) returns a placeholder (its output,
+not yet computed), and the second, reading it, gets the fused function's result. Any other use
+of the placeholder (the matcher saw none) fills it with the first call's output, so it never
+leaks. (A linear's placeholder is still allocated at the logits' size, for that fill.)
 """
 
 from __future__ import annotations
@@ -27,6 +34,11 @@ from torch.overrides import TorchFunctionMode
 
 _HERE = Path(__file__).resolve().parent
 REDUCTIONS = ("sum", "mean", "amax", "amin")
+# Ops of two calls, fused: the first call's name (its output read by the second only).
+DEFERRED = {"swiglu": "silu", "geglu": "gelu", "linear_cross_entropy": "linear"}
+MULS = ("mul", "__mul__", "__rmul__")
+# Calls that read a tensor's metadata only: a placeholder answers them as it is.
+_META = ("__get__", "__set__", "size", "dim", "numel", "stride", "is_contiguous")
 
 
 def _arg(args, kwargs, i, name, default=None):
@@ -73,6 +85,45 @@ def operands(op: str, fn: str, args, kwargs):
     return None
 
 
+def gate(op: str, fn: str, args, kwargs):
+    """The extra operands of a deferred op's first call (() for silu, (approximate,) for gelu,
+    (bias,) for linear), or None when the call is not its first (an in-place silu is not)."""
+    if DEFERRED.get(op) != fn or not args or not isinstance(args[0], torch.Tensor):
+        return None
+    if fn == "silu":
+        return None if _arg(args, kwargs, 1, "inplace", False) else ()
+    if fn == "linear":
+        ok = len(args) > 1 and isinstance(args[1], torch.Tensor)
+        return (_arg(args, kwargs, 2, "bias"),) if ok else None
+    return (_arg(args, kwargs, 1, "approximate", "none"),)
+
+
+def _placeholder(fn: str, args) -> torch.Tensor:
+    """The first call's output, uncomputed: the shape and dtype it would have."""
+    if fn == "linear":
+        return args[0].new_empty((*args[0].shape[:-1], args[1].shape[0]))
+    return torch.empty_like(args[0])
+
+
+def deferred_operands(op: str, first: tuple, extra: tuple, ph, fn: str, args, kwargs):
+    """The fused function's operands when this call is the second of `op` (reading the
+    placeholder `ph` of the first, called with `first`), else None."""
+    if op in ("swiglu", "geglu"):
+        if fn not in MULS or len(args) != 2 or kwargs:
+            return None
+        other = args[1] if args[0] is ph else args[0]
+        a = first[0]
+        ok = isinstance(other, torch.Tensor) and other is not ph and other.shape == a.shape
+        return (a, other, *extra) if ok else None
+    if op == "linear":  # extra: (the epilogue's calls, the GEMM's operands)
+        ok = args and args[0] is ph and fn == extra[0][0]
+        return extra[1] if ok else None
+    if op == "linear_cross_entropy" and args and args[0] is ph:
+        ce = operands("cross_entropy", fn, args, kwargs)
+        return None if ce is None else (first[0], first[1], extra[0], ce[1], ce[2])
+    return None
+
+
 def _load_impl(name: str):
     spec = importlib.util.spec_from_file_location(f"_bakeoff_route_{name[:-3]}", _HERE / name)
     module = importlib.util.module_from_spec(spec)
@@ -100,11 +151,36 @@ class Route(TorchFunctionMode):
             if name not in Route.impls:
                 Route.impls[name] = _load_impl(name)
         self._pending: dict[int, tuple[torch.Tensor, list[str]]] = {}
+        self._gates: dict[int, tuple] = {}  # placeholder id -> (it, activation call, op, impl)
+
+    def _gated(self, func, fn, args, kwargs):
+        """A deferred op's fused result, or None after filling any placeholder the call reads."""
+        held = [a for a in (*args, *kwargs.values()) if id(a) in self._gates]
+        if len(held) == 1:
+            ph = held[0]
+            first_func, first_args, first_kwargs, extra, op, name = self._gates[id(ph)]
+            ops = deferred_operands(op, first_args, extra, ph, fn, args, kwargs)
+            out = None if ops is None else getattr(Route.impls[name], op)(*ops)
+            if out is not None:
+                self._gates.pop(id(ph))
+                Route.engaged += 1
+                if op == "linear" and extra[0][1:]:  # the epilogue's later calls: answered
+                    self._pending[id(out)] = (out, list(extra[0][1:]))
+                return out
+        for ph in held:  # any other use: the first call's real output, computed now
+            first_func, first_args, first_kwargs, *_ = self._gates.pop(id(ph))
+            with torch.no_grad():
+                ph.copy_(first_func(*first_args, **first_kwargs))
+        return None
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         fn = getattr(func, "__name__", "")
         first = args[0] if args else None
+        if self._gates and fn not in _META:
+            out = self._gated(func, fn, args, kwargs)
+            if out is not None:
+                return out
         if isinstance(first, torch.Tensor) and id(first) in self._pending:
             out, left = self._pending.pop(id(first))
             if out is first and left and fn == left[0]:
@@ -112,12 +188,21 @@ class Route(TorchFunctionMode):
                     self._pending[id(out)] = (out, left[1:])
                 return out
         for op, epilogue, name in self.routes:
+            extra = gate(op, fn, args, kwargs)
+            if extra is not None:  # the product that reads it decides (see _gated)
+                ph = _placeholder(fn, args)
+                self._gates[id(ph)] = (func, args, kwargs, extra, op, name)
+                return ph
             ops = operands(op, fn, args, kwargs)
+            if ops is not None and op == "linear" and epilogue:
+                # deferred too: only a GEMM whose output meets the epilogue's first call gets
+                # the fused kernel (another F.linear in the reference must not get the epilogue)
+                ph = _placeholder(fn, args)
+                self._gates[id(ph)] = (func, args, kwargs, (list(epilogue), ops), op, name)
+                return ph
             out = None if ops is None else getattr(Route.impls[name], op)(*ops)
             if out is None:
                 continue
             Route.engaged += 1
-            if op == "linear" and epilogue:
-                self._pending[id(out)] = (out, list(epilogue))
             return out
         return func(*args, **kwargs)

@@ -47,8 +47,14 @@ def matches(ctx: BuildContext) -> tuple[str | None, list[Match], list[str]]:
     return entry, found, notes
 
 
+def templated(found: list[Match]) -> list[Match]:
+    """The matches a template exists for (a fused linear + cross-entropy is a library's only)."""
+    return [m for m in found if m.op in kernel_templates.TEMPLATE]
+
+
 def main_match(found: list[Match]) -> Match | None:
     """The match a lane tunes: a GEMM (the compute) when there is one, else the first."""
+    found = templated(found)
     return next((m for m in found if m.op == "linear"), found[0] if found else None)
 
 
@@ -61,6 +67,7 @@ class TritonTemplates(Backend):
 
     def candidates(self, ctx: BuildContext) -> list[CandidateRef]:
         entry, found, notes = matches(ctx)
+        found = templated(found)
         self._notes = notes
         out = []
         routed = [m for m in found if m.how == "route"]
