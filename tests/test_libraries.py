@@ -1,7 +1,8 @@
 """The expert-kernel library backends: detection on this box, what each says when it cannot run,
 and their shims exercised under a CPU interpreter where the library imports and supports it
 (Liger under TRITON_INTERPRET=1, Helion under HELION_INTERPRET=1), skipped with the reason where
-not. CI installs none of them (they pull CUDA torch): there these tests skip, saying so."""
+not. CI installs Liger and Helion without their dependencies (.ci/run); the others pull CUDA
+torch or need a GPU to import, and skip, saying so."""
 
 import importlib.util
 from pathlib import Path
