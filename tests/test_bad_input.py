@@ -299,8 +299,10 @@ def _outside(tmp: Path) -> Path:
 
 
 def _shadow(tmp: Path) -> dict:
-    """A workload input read from a file in /etc/shadow's format (not a safetensors file)."""
-    path = tmp / "shadow"
+    """A workload input read from a file in /etc/shadow's format (not a safetensors file), kept
+    inside the trace set: the sandbox that loads a spec sees nothing else of the host."""
+    path = tmp / "ts" / "blob" / "shadow"
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("root:*:19000:0:99999:7:::\ndaemon:*:19000:0:99999:7:::\n")
     return {"hidden_states": {"type": "safetensors", "path": str(path), "tensor_key": "x"}}
 
