@@ -76,6 +76,16 @@ def _fingerprint(path: Path) -> tuple:
     return tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in files[:2000])
 
 
+def _input_root(path: Path) -> Path:
+    """What the box reads to load `path`: a trace set's definition file needs the whole set (its
+    workloads, solutions and tensor files sit beside `definitions/`); anything else, itself."""
+    path = path.resolve()
+    for parent in path.parents:
+        if (parent / "definitions").is_dir() and (parent / "workloads").is_dir():
+            return parent
+    return path
+
+
 def load_spec(path: Path, **options):
     """`scripts.formats.load_spec`, run in the sandbox: (OpSpec, source_dir)."""
     from scripts.formats import detect_format
@@ -94,7 +104,7 @@ def load_spec(path: Path, **options):
             found = call(  # absolute: the sandbox runs in a directory of its own
                 "load_spec",
                 str(path),
-                read=[path.resolve()],
+                read=[_input_root(path)],
                 write=[keep],
                 path=str(path.resolve()),
                 options=given,
