@@ -52,19 +52,20 @@ def gpu_host(monkeypatch, tmp_path):
     import torch
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
+    # The profiler runs in the box, which sees the scratch directory and the system, not the
+    # rest of tmp_path: the fake profiler and its record live in scratch.
+    scratch = tmp_path / "scratch"
+    bin_dir = scratch / "bin"
+    bin_dir.mkdir(parents=True)
     path = f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
     monkeypatch.setenv("PATH", path)
 
     def install(tool: str, rocm: bool):
         monkeypatch.setattr(torch.version, "hip", "6.2" if rocm else None)
-        record = tmp_path / f"{tool}.argv.json"
+        record = scratch / f"{tool}.argv.json"
         fake = bin_dir / tool
         fake.write_text(FAKE.format(python=sys.executable, tool=tool, record=str(record)))
         fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
-        scratch = tmp_path / "scratch"
-        scratch.mkdir(exist_ok=True)
         return record, {"PATH": path, "TMPDIR": str(scratch), "HOME": str(scratch)}
 
     return install
