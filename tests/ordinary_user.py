@@ -11,7 +11,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from scripts import box, isolation
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def ordinary_user_prefix(writable: Path) -> list[str]:
@@ -19,6 +23,16 @@ def ordinary_user_prefix(writable: Path) -> list[str]:
     (nothing for a user that is one already)."""
     if os.geteuid() != 0:
         return []
+    skip_unless_reachable()
     plan = box.plan(write=[writable], cwd=str(writable))
     # The orchestrator in there is not itself untrusted code: it makes boxes of its own.
     return isolation.wrap(["env", "-u", isolation.MARK], {}, plan)
+
+
+def skip_unless_reachable() -> None:
+    """Skip where no ordinary user can reach this checkout (a clone made in `mktemp -d`: 0700)."""
+    closed = [d for d in (REPO_ROOT, *REPO_ROOT.parents) if not os.stat(d).st_mode & 0o001]
+    if closed:  # e.g. a clone made in `mktemp -d` (0700): no ordinary user reaches it
+        pytest.skip(
+            f"an ordinary user cannot enter {closed[0]} (mode 0{os.stat(closed[0]).st_mode & 0o777:o})"
+        )

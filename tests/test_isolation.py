@@ -21,7 +21,7 @@ import pytest
 from scripts import isolation, sandbox
 
 from .conftest import ROOT
-from .ordinary_user import ordinary_user_prefix
+from .ordinary_user import ordinary_user_prefix, skip_unless_reachable
 
 SCAN = """
 import json as _json, os as _os, uuid as _uuid
@@ -167,6 +167,7 @@ def test_a_non_dumpable_process_of_an_ordinary_user_is_isolated():
     from root, unlike the test above, whose user namespace leaves it root outside), every
     warm-started check failed: the namespaces were made, the user's id maps could not be
     written, and the half-isolated judge could not start a thread."""
+    skip_unless_reachable()
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the judge
