@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -56,6 +57,9 @@ PEER_KINDS = {
     "torch-compile-coordinate-descent": "compile coordinate descent",
 }
 SINGLE_KERNEL = ("sum_reduction", "baseline", "reduce_kernel")  # problem, candidate, kernel
+# tests/test_check_gpu.py's cases that exist only on a GPU: side streams, memory that held the
+# reference, illegal access, out of memory, L2 lines pinned past the flush
+CORPUS_TESTS = "gpu_only or unjoined or device_faults or l2_persistence"
 
 
 def sh(argv, timeout, **kw) -> tuple[int, str, float]:
@@ -166,6 +170,7 @@ def checked(run_dir: Path) -> list[dict]:
                 "harness_ms": statistics.median(w["timing"]["median_ms"] for w in timed)
                 if timed
                 else None,
+                "workload_ms": {w["workload"]: w["timing"]["median_ms"] for w in timed},
                 "host_call_ms": (timed[0]["timing"].get("host_call_ms") if timed else None),
                 "host_bound": sum(w["timing"].get("host_bound_samples", 0) for w in timed),
                 "gate_flushes": _median(w["timing"].get("gate_flushes") for w in timed[:1]),
@@ -285,6 +290,25 @@ def ncu_kernel_ms(task: Path, kernel: str, timeout: float, dirty: bool = False) 
     return statistics.median(values) if values else None
 
 
+def floors_of(run_dir: Path) -> dict[str, dict]:
+    """Per timed workload, the op's floor on this device and whether bytes set it (the report's
+    roofline: tasks/roofline.py, flops and bytes from Discover's trace where the spec is silent)."""
+    from tasks.report_html import discover_context, load_run
+
+    try:
+        context = discover_context(*load_run(run_dir))
+    except (OSError, ValueError) as exc:
+        print(f"  floors: {exc}", flush=True)
+        return {}
+    return {
+        f.workload: {
+            "floor_ms": context["floor_of"].get(f.workload),
+            "memory_bound": (f.memory_floor_ms or 0.0) >= (f.compute_floor_ms or 0.0),
+        }
+        for f in context["floors"]
+    }
+
+
 def check_twice(task: Path, candidate: str, timeout: float) -> list[float]:
     medians = []
     for _ in range(2):
@@ -353,6 +377,12 @@ def merged(record: dict, old: dict) -> dict:
     return out
 
 
+def over_floor(row: dict | None, floors: dict[str, dict]) -> dict[str, float]:
+    """The row's median per timed workload over that workload's floor."""
+    ms = (row or {}).get("workload_ms") or {}
+    return {w: ms[w] / f["floor_ms"] for w, f in floors.items() if f.get("floor_ms") and ms.get(w)}
+
+
 def aim(aims: dict, name: str, target: str, value, met: bool) -> None:
     aims[name] = {"target": target, "value": value, "met": bool(met)}
 
@@ -412,10 +442,11 @@ def main(argv: list[str]) -> int:
     # were left for it after the bake-offs).
     corpus_rc, corpus_out = None, ""
     if not args.skip_corpus:
-        argv = [sys.executable, "-m", "pytest", "-q", "-x", "tests/test_check_gpu.py"]
-        argv += ["-k", "gpu_only or unjoined", "-p", "no:cacheprovider"]
+        # every case, not up to the first failure: one flaky case hid the rest (3e0eb7e)
+        argv = [sys.executable, "-m", "pytest", "-q", "tests/test_check_gpu.py"]
+        argv += ["-k", CORPUS_TESTS, "-p", "no:cacheprovider"]
         os.environ["BAKEOFF_GPU_VERDICTS"] = str(out / "corpus_verdicts")
-        corpus_rc, corpus_out, _ = sh(argv, min(200.0, left()))
+        corpus_rc, corpus_out, _ = sh(argv, min(300.0, left()))
         os.environ.pop("BAKEOFF_GPU_VERDICTS")
         (out / "corpus.log").write_text(corpus_out)
     corpus_tail = corpus_out.strip().splitlines()[-1:] if corpus_out else []
@@ -464,6 +495,9 @@ def main(argv: list[str]) -> int:
             "eager_do_bench_ms": bench.get("baseline"),
             "best_peer_do_bench_ms": best_peer,
         }
+        entry["floors"] = floors_of(run_dir) if rc == 0 else {}
+        kept = win_row or next((r for r in checks if r["name"] == "baseline"), None)
+        entry["winner_over_floor"] = over_floor(kept, entry["floors"])
         problems.append(entry)
         runs[name] = run_dir
         print(f"  {name}: exit {rc}, {wall:.0f} s {entry['phases_s']} {entry['cli_s']}, winner {entry['winner']}", flush=True)  # fmt: skip
@@ -589,6 +623,7 @@ def judge(record: dict) -> dict:
         bool(compared) and all(v["gap"] <= 0.03 for v in compared))  # fmt: skip
     aim(aims, "winner's speedup vs do_bench's", "within 3%", disagree,
         bool(disagree) and all(abs(v["gap"]) <= 0.03 for v in disagree.values()))  # fmt: skip
+    model_free_aims(aims, reached, rows, slower)
     overhead = [r["overhead_s_per_workload"] for r in rows if r["status"] == "PASSED"]
     aim(aims, "harness overhead per candidate-workload", "<= 1.5 s (median; max beside)",
         {"median": statistics.median(overhead), "max": max(overhead)} if overhead else None,
@@ -599,6 +634,51 @@ def judge(record: dict) -> dict:
     corpus_rc = record.get("corpus_rc")
     aim(aims, "GPU corpus (streams, illegal access, OOM)", "passes", corpus_rc, corpus_rc == 0)
     return aims
+
+
+ACCEPTANCE_SET = tuple(p for p in ORDER if "/" not in p)  # KernelBench level-1/2 problems
+# A floor under a kernel launch's own time says nothing of the kernel: examples/softmax_triton's
+# 'square' floor is 27 ns on the H200 against 4.5 us for any launch.
+LAUNCH_MS = 0.005
+
+
+def model_free_aims(aims: dict, reached: list[dict], rows: list[dict], slower: dict) -> None:
+    """[J]'s aims for the bake-off without a model: a winner beyond the best of eager and
+    torch.compile's modes on most problems (faster by more than do_bench's 3% agreement), a
+    geometric mean over eager of 2.0x on the acceptance set (the best compile mode's beside it),
+    and every winner of a memory-bound op within 1.3x of its floor."""
+    compared = {n: v for n, v in slower.items() if "gap" in v}
+    beyond = sorted(n for n, v in compared.items() if v["gap"] < -0.03)
+    aim(aims, "winner beyond the best of eager and compile", "on most problems (> half)",
+        {"beyond": beyond, "compared": len(compared)},
+        bool(compared) and len(beyond) > len(compared) / 2)  # fmt: skip
+    ours, compiled = {}, {}
+    for p in reached:
+        if p["problem"] not in ACCEPTANCE_SET:
+            continue
+        ours[p["problem"]] = p["winner_speedup"] or 1.0  # no winner: the baseline is kept
+        mine = {r["name"]: reference_ms(r) for r in rows if r["problem"] == p["problem"]}
+        peers = [ms for n, ms in mine.items() if n in PEER_KINDS and n != "baseline" and ms]
+        if mine.get("baseline") and peers:
+            compiled[p["problem"]] = mine["baseline"] / min(peers)
+    geo = lambda xs: math.exp(statistics.fmean(map(math.log, xs))) if xs else None  # noqa: E731
+    value = {"geomean": geo(list(ours.values())), "per_problem": ours,
+             "best_compile_geomean": geo(list(compiled.values())), "best_compile": compiled}  # fmt: skip
+    aim(aims, "geometric mean over eager (acceptance set)", ">= 2.0x", value,
+        bool(ours) and value["geomean"] >= 2.0)  # fmt: skip
+    distance, launch_bound = {}, {}
+    for p in reached:
+        floors = p.get("floors") or {}
+        tiny = [w for w, f in floors.items() if (f.get("floor_ms") or 0) < LAUNCH_MS]
+        if tiny:
+            launch_bound[p["problem"]] = tiny
+        bound = [w for w, f in floors.items() if f.get("memory_bound") and w not in tiny]
+        ratios = [p.get("winner_over_floor", {}).get(w) for w in bound]
+        if ratios and all(ratios):
+            distance[p["problem"]] = max(ratios)
+    value = {"worst_over_floor": distance, "launch_bound_not_judged": launch_bound}
+    aim(aims, "memory-bound winners near the floor", "within 1.3x of the roofline floor",
+        value, bool(distance) and max(distance.values()) <= 1.3)  # fmt: skip
 
 
 def ncu_aim(aims: dict, ncu: dict, single: dict | None) -> None:

@@ -36,6 +36,7 @@ from flows.lane import LaneStarts, lane, lane_store
 from flows.report import publish, report
 from flows.worker_output import outlive_worker
 from tasks.agents import check_agents
+from tasks.progress import RunProgress
 from tasks.request import BakeoffRequest, resolve_lanes, validate
 from tasks.results import LaneConfig, LaneResult, Report
 from tasks.run_lock import run_lock
@@ -273,8 +274,8 @@ def bakeoff(
         store = RunStore(run_root)
         attempt = str(flow_run.id or uuid.uuid4())
         previous = store.progress()
-        if previous.get("phase") == "starting":  # `bakeoff run` marked it: the one before counts
-            previous = previous.get("previous") or {}
+        if previous.phase == "starting":  # `bakeoff run` marked it: the one before counts
+            previous = previous.previous or RunProgress()
         store.set_phase("freeze", reset=True, attempt=attempt, mode=req.mode, lanes=[])
         if req.fresh:  # verdicts kept for reuse within the run directory (tasks.evaluate)
             shutil.rmtree(run_root / "checked", ignore_errors=True)
@@ -286,7 +287,7 @@ def bakeoff(
                 specs_root=str(Path(runs_root).resolve()),
             )
             if frozen.source.written:  # oracle_freezer wrote the spec: kept here, said once
-                from tasks.agents.freezer import record_in
+                from tasks.input_identity import record_in
 
                 store.set_phase("freeze", spec=record_in(run_root, frozen.source))
                 logger.info(f"the op spec oracle_freezer wrote is kept as {run_root / 'op.toml'}")
@@ -296,7 +297,7 @@ def bakeoff(
                 store.set_phase("discover")
                 discovered = _discover(req, frozen, run_root, warnings)
                 if discovered is not None:  # op_benchmarker's author plan, where a model answers it
-                    from tasks.agents.judgment import plan_authors
+                    from tasks.agents.roles.op_benchmarker import plan_authors
 
                     discovered = plan_authors(
                         discovered, frozen.task_dir, str(run_root), req.agents, logger.info
@@ -328,7 +329,7 @@ def bakeoff(
             for result in results:
                 logger.info(phases.lane_line(result))
             if req.mode == "bakeoff":  # one curated learned card for the whole bake-off
-                from tasks.agents.review import curate_bakeoff
+                from tasks.agents.experience import curate_bakeoff
 
                 curate_bakeoff(results, frozen.task_dir, logger.info)
             store.set_phase("report")

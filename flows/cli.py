@@ -47,9 +47,8 @@ def cmd_freeze(args) -> int:
         op=args.op,
         solution=args.solution,
     )
-    baseline = json.loads((task / "baseline.json").read_text())
     manifest = {"oracle_sha256": verify(task)}  # re-derived from the files, not read
-    spec = load_task(task)[0]
+    spec, _, baseline = load_task(task)
     degenerate = spec.degenerate.message if spec.degenerate else None
     if degenerate:
         print(f"bakeoff freeze: warning: {degenerate}", file=sys.stderr)
@@ -65,14 +64,14 @@ def cmd_freeze(args) -> int:
                     "task_dir": str(task),
                     "oracle_sha256": manifest["oracle_sha256"],
                     "degenerate": degenerate,
-                    **baseline,
+                    **baseline.model_dump(mode="json"),
                 }
             )
         )
         return 0
-    print(f"frozen: {task}  (oracle {manifest['oracle_sha256'][:12]}, device {baseline['device']})")
-    for name, wl in baseline["workloads"].items():
-        print(f"  {name:<24} {wl['status']:<8} baseline {wl['median_ms']:.4f} ms")
+    print(f"frozen: {task}  (oracle {manifest['oracle_sha256'][:12]}, device {baseline.device})")
+    for name, wl in baseline.workloads.items():
+        print(f"  {name:<24} {wl.status.value:<8} baseline {wl.median_ms:.4f} ms")
     print(f"  other sizes: {sizes.describe(spec)}")
     return 0
 

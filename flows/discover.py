@@ -7,13 +7,15 @@ one measured. The outcome is kept under `discover/` and reused by a re-run with 
 
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
 
 from prefect import flow, get_run_logger
 
 from flows.lane import review
+from scripts import manifest
+from scripts.baseline import FrozenBaseline
+from scripts.spec import OpSpec
+from scripts.verdict import Status
 from tasks.agents import ask
 from tasks.backends import languages
 from tasks.discover_resume import ResumingEvaluator, finished_checks
@@ -32,7 +34,7 @@ def discover_key(task_dir: str, backends, agents, check_timeout_s, samples) -> s
         "samples": samples,
         "code": code_version(),
     }
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
+    return manifest.cache_key(payload, 24)
 
 
 @flow(name="discover", flow_run_name="discover {op}")
@@ -64,8 +66,8 @@ def discover(
         logger.info(f"resuming Discover: {len(kept)} finished check(s) of the interrupted run kept")
     store.clear()
     outcome_path.unlink(missing_ok=True)
-    spec = json.loads((Path(task_dir) / "spec.json").read_text())
-    baseline = json.loads((Path(task_dir) / "baseline.json").read_text())
+    spec = OpSpec.model_validate_json((Path(task_dir) / "spec.json").read_text())
+    baseline = FrozenBaseline.read(Path(task_dir))
     device_pool = DevicePool.from_config(pool or PoolConfig())
     with device_pool.lease(f"discover {op}") as lease:
         logger.info(f"measuring existing implementations on {lease.device}")
@@ -81,11 +83,11 @@ def discover(
                 "backends": backends,
             },
             context={
-                "op": spec["name"],
-                "kind": spec.get("kind", "other"),
+                "op": spec.name,
+                "kind": spec.kind.value,
                 "task_dir": task_dir,
-                "language": spec["language"],
-                "baseline_ms": {k: v["median_ms"] for k, v in baseline["workloads"].items()},
+                "language": spec.language,
+                "baseline_ms": baseline.medians(),
                 "languages": languages(),
                 "backends": backends,
             },
@@ -103,7 +105,7 @@ def discover(
             agent_retries,
             task_dir=task_dir,
         )
-    broken = [r.candidate.name for r in plan.measured if r.verdict.status.value == "HARNESS_ERROR"]
+    broken = [r.candidate.name for r in plan.measured if r.verdict.status is Status.HARNESS_ERROR]
     if broken:  # kept for this run's report, but a re-run measures again
         logger.warning(f"the harness failed on {', '.join(broken)}; a re-run measures again")
     outcome = DiscoverOutcome(plan=plan, review=verdict, cache_key="" if broken else key)

@@ -19,8 +19,9 @@ from pydantic import BaseModel
 
 from scripts import manifest
 from scripts.freeze import load_task
-from tasks.agents.freezer import SpecSource, needs_spec, source_for
+from tasks.agents.freezer import source_for
 from tasks.freezing import freeze_isolated
+from tasks.input_identity import SpecSource, needs_spec
 from tasks.results import PoolConfig
 
 
@@ -51,7 +52,7 @@ def freeze_task(
         oracle_sha256=oracle,
         op=spec.name,
         language=spec.language.lower(),
-        baseline_ms={k: v["median_ms"] for k, v in baseline["workloads"].items()},
+        baseline_ms=baseline.medians(),
         source=source or SpecSource(input=kernel_path, frozen_from=kernel_path),
     )
 

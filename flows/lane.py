@@ -25,7 +25,8 @@ from prefect.runtime import flow_run
 
 from flows.worker_output import outlive_worker
 from scripts.freeze import load_task
-from tasks.agents import RoleFailed, ask, responder_for
+from scripts.verdict import Status
+from tasks.agents import RoleFailed, ask, deterministic
 from tasks.agents.settings import NO_MODEL
 from tasks.evaluate import Evaluator
 from tasks.gpu_pool import DevicePool
@@ -125,13 +126,20 @@ def _summary(results) -> list[dict]:
 
 
 def review(
-    candidates, subject: str, record_dir: Path, agents, timeout_s=None, retries=None, task_dir=None
+    candidates,
+    subject: str,
+    record_dir: Path,
+    agents,
+    timeout_s=None,
+    retries=None,
+    task_dir=None,
+    device_env=None,
 ):
     """The reviewer's decision; `task_dir` (the frozen task) lets a model reviewer read each
-    candidate as its diff against the input."""
+    candidate as its diff against the input, and `device_env` (the lane's device) profile it."""
     return ask(
         "reviewer",
-        inputs={"candidates": candidates, "task_dir": task_dir},
+        inputs={"candidates": candidates, "task_dir": task_dir, "device_env": device_env or {}},
         context={
             "subject": subject,
             "candidates": _summary(candidates),
@@ -152,9 +160,7 @@ def _role(config: LaneConfig) -> str:
 def _skip_without_model(config: LaneConfig) -> None:
     """An author lane with no model has nothing to run: said before it waits for a device,
     which on a one-GPU host could be held by another lane for as long as that lane runs."""
-    if _role(config) == "author" and responder_for("author", config.agents) == (
-        "tasks.roles_default:search"
-    ):
+    if _role(config) == "author" and deterministic("author", config.agents):
         raise LaneSkipped(NO_MODEL)
 
 
@@ -173,7 +179,7 @@ def _work(config: LaneConfig, store: LaneStore, lease: Lease, result: LaneResult
             budget=config.budget,
             budget_s=budget_s,
             workdir=store.work_dir,
-            baseline_ms={k: v["median_ms"] for k, v in baseline["workloads"].items()},
+            baseline_ms=baseline.medians(),
         )
     )
     store.work_dir.mkdir(parents=True, exist_ok=True)
@@ -181,7 +187,7 @@ def _work(config: LaneConfig, store: LaneStore, lease: Lease, result: LaneResult
         Path(config.task_dir), store, lease.env, config.check_timeout_s, config.samples, say
     )
     role = _role(config)
-    responder = responder_for(role, config.agents)
+    searched = deterministic(role, config.agents)  # no model: the search answers
     outcome = ask(
         role,
         inputs={
@@ -216,7 +222,7 @@ def _work(config: LaneConfig, store: LaneStore, lease: Lease, result: LaneResult
     if outcome.notes:
         say(f"{role}: {outcome.notes}")
     if not outcome.candidates:
-        if responder == "tasks.roles_default:search":
+        if searched:
             raise LaneSkipped(f"the search has nothing to tune in {lane.language} here")
         raise RoleFailed(role, "answered without a single checked candidate")
     store.progress(state="reviewing")
@@ -228,9 +234,10 @@ def _work(config: LaneConfig, store: LaneStore, lease: Lease, result: LaneResult
         config.agent_timeout_s,
         config.agent_retries,
         task_dir=config.task_dir,
+        device_env=lease.env,
     )
     say(f"reviewer: {result.review.decision} {result.review.candidate or ''}".rstrip())
-    from tasks.agents.review import update_experience
+    from tasks.agents.experience import update_experience
 
     if config.learn == "bakeoff":  # the bake-off writes one curated card after every lane
         return
@@ -241,7 +248,7 @@ def _work(config: LaneConfig, store: LaneStore, lease: Lease, result: LaneResult
 
 
 def harness_failed(result) -> bool:
-    return result.verdict.status.value == "HARNESS_ERROR"
+    return result.verdict.status is Status.HARNESS_ERROR
 
 
 @flow(name="lane", flow_run_name=_run_name)

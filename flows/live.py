@@ -30,6 +30,7 @@ from flows.run_table import lane_lines, ranking_table, short, winner_line
 from flows.server_warmup import start_beside_freeze, warm_fork_server
 from tasks.freezing import freeze_isolated
 from tasks.gpu_pool import resolve
+from tasks.progress import LaneProgress
 from tasks.request import BakeoffRequest, validate
 from tasks.results import Report
 from tasks.run_lock import run_lock
@@ -112,32 +113,32 @@ class LaneRows:
 
     def refresh(self) -> None:
         run = self.store.progress()
-        phase = run.get("phase", "freeze")
-        if run.get("spec") and self.said.get("spec") != run["spec"]:  # oracle_freezer's spec
-            self.said["spec"] = run["spec"]
-            self.progress.console.print(run["spec"], soft_wrap=True)
+        phase = run.phase or "freeze"
+        if run.spec and self.said.get("spec") != run.spec:  # oracle_freezer's spec
+            self.said["spec"] = run.spec
+            self.progress.console.print(run.spec, soft_wrap=True)
         state = ""
         if phase == "discover":  # its checks, as they finish, and the one under way
             info = LaneStore(self.store.discover_dir).read_progress()
-            done, now_checking = info.get("evaluated") or 0, info.get("current")
+            done, now_checking = info.evaluated or 0, info.current
             state = f"{done} checked" + (f", checking {now_checking}" if now_checking else "")
         self.progress.update(self.phase, description=f"[bold]{phase}", state=state)
         self._say("phase", f"{phase}" + (f": {state}" if state else ""))
-        for key in run.get("lanes", []):
+        for key in run.lanes:
             info = self.store.lane(key).read_progress()
-            if info.get("attempt") != run.get("attempt"):
-                info = {}  # left by an earlier run
-            budget = info.get("budget") or 1
-            done = info.get("evaluated") or 0
-            best = info.get("best_speedup")
-            state = info.get("state", "starting")
-            if state == "skipped" and info.get("reason"):
-                state = f"skipped: {short(info['reason'], 60)}"
+            if info.attempt != run.attempt:
+                info = LaneProgress()  # left by an earlier run
+            budget = info.budget or 1
+            done = info.evaluated or 0
+            best = info.best_speedup
+            state = info.state or "starting"
+            if state == "skipped" and info.reason:
+                state = f"skipped: {short(info.reason, 60)}"
             fields = {
-                "description": f"{key} ({info.get('mode', '')})",
+                "description": f"{key} ({info.mode or ''})",
                 "total": max(budget, done),
                 "completed": done,
-                "device": info.get("device") or "",
+                "device": info.device or "",
                 "best": f"best {best:.3f}x" if best else "",
                 "state": state,
             }
@@ -200,7 +201,7 @@ def run(
     if not debug:  # the display and the UI carry what Prefect would print on the console
         os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
     req = validate(request)
-    from tasks.agents.freezer import needs_spec, no_spec_here
+    from tasks.input_identity import needs_spec, no_spec_here
 
     specless = needs_spec(Path(req.kernel_path))  # the flow's freeze phase has the spec written
     if specless:
@@ -296,11 +297,12 @@ def _run_locked(
     worker = threading.Thread(target=_run_flow, args=(params, out), name="bakeoff", daemon=True)
     store = RunStore(run_dir)
     earlier = store.progress()  # how an earlier run of this directory ended: said if resumed
-    earlier = earlier.get("previous", earlier) if earlier.get("phase") == "starting" else earlier
+    if earlier.phase == "starting" and earlier.previous is not None:
+        earlier = earlier.previous  # `bakeoff run` marked it: the one before counts
     store.set_phase("starting", reset=True, previous=earlier)
-    if earlier.get("phase") not in (None, "done") and not req.fresh:
+    if earlier.unfinished and not req.fresh:
         console.print(
-            f"resuming: the last run here stopped in phase {earlier['phase']!r}; "
+            f"resuming: the last run here stopped in phase {earlier.phase!r}; "
             "lanes that finished are reused"
         )
     columns = (

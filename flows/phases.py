@@ -3,6 +3,7 @@ so `prefect deployment run ... --watch` and the UI's log say how each phase ende
 
 from __future__ import annotations
 
+from tasks.progress import RunProgress
 from tasks.results import DiscoverOutcome, LaneResult, Report
 
 
@@ -67,15 +68,16 @@ def winner_line(report: Report) -> str:
     return f"winner {w.name} ({w.language} {w.mode}) at {w.speedup:.3f}x{need}"
 
 
-def resumed_line(previous: dict, attempt: str, reused: list[str]) -> str | None:
+def resumed_line(previous: RunProgress | dict, attempt: str, reused: list[str]) -> str | None:
     """Said when this run continues one that stopped before its report (crashed, cancelled,
     interrupted): what it takes over."""
-    if not previous or previous.get("phase") in (None, "done"):
+    previous = RunProgress.model_validate(previous)
+    if not previous.unfinished:
         return None
-    if previous.get("attempt") == attempt and not reused:
+    if previous.attempt == attempt and not reused:
         return None
     kept = f"reusing finished lane(s) {', '.join(reused)}" if reused else "no lane had finished"
     return (
-        f"resumed: an earlier run ({previous.get('attempt', '?')[:8]}) stopped in phase "
-        f"{previous['phase']!r}; {kept}"
+        f"resumed: an earlier run ({(previous.attempt or '?')[:8]}) stopped in phase "
+        f"{previous.phase!r}; {kept}"
     )

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import json
 import sys
+import tomllib
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
-import tomllib
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NONE
@@ -88,7 +88,7 @@ def _kernel_name(kernel_path: str) -> str:
 
 def _record_retime(url: str, last: history.RunOut, base: Verdict, won: Verdict, ok: bool) -> None:
     run = last.model_copy(deep=True)
-    run.id, run.kind, run.recorded_at = str(uuid.uuid4()), "retime", datetime.now(timezone.utc)
+    run.id, run.kind, run.recorded_at = str(uuid.uuid4()), "retime", datetime.now(UTC)
     baseline, accepted = run.baseline, run.accepted
     baseline.timings = history.timings_of(base)
     accepted.timings = history.timings_of(won)
@@ -160,7 +160,7 @@ def regression(
     outlive_worker()  # its worker may die before it
     logger = get_run_logger()
     suite_path = Path(suite) if Path(suite).is_absolute() else ROOT / suite
-    date = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+    date = datetime.now(UTC).strftime("%Y-%m-%d")
     night = Path(runs_root) / date
     url = history_url or history.history_url(Path(runs_root))
     pool = PoolConfig(gpu_ids=gpu_ids, gpu_mode=gpu_mode)

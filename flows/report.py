@@ -127,7 +127,7 @@ def report(
         html_path=str(Path(run_dir) / "report.html"),
         measurement=measurement(Path(task_dir)),
     )
-    from tasks.agents.judgment import report_prose  # the reporter, where a model answers it
+    from tasks.agents.roles.reporter import report_prose  # the reporter, where a model answers it
 
     try:
         prose, dropped = report_prose(result, agents, logger.info)

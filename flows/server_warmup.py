@@ -12,8 +12,8 @@ frozen baseline is timed on, so there the server starts as before.
     join()   # before any flow runs: Prefect's start() is not safe to call from two threads
 
 The fork server that the flow's checks will fork from (scripts/forkserver.py) starts beside the
-freeze likewise, on a GPU host only: its import of torch (7 s on an H200 host) was the first
-check's time.
+freeze likewise, on a GPU host only: its import of torch (seconds, docs/studies/h200_figures.md)
+was the first check's time.
 """
 
 from __future__ import annotations

@@ -45,6 +45,7 @@ def check(
     cache_dir: Path | None = None,
     baseline_cache_dir: Path | None = None,
     warm: bool = True,
+    quick: bool = False,
 ) -> Verdict:
     """Check and time `candidate` (a file or directory in the op's format) against `task_dir`.
 
@@ -56,7 +57,8 @@ def check(
     speedup is the ratio of the two. `cache_dir` holds the compilers' caches of this candidate
     (only ever give one candidate's source the same directory); `baseline_cache_dir` those of
     the frozen baseline's run beside it (one per frozen task); `warm=False` starts fresh
-    interpreters instead of forking warm ones."""
+    interpreters instead of forking warm ones. `quick`: correctness only, at the small sizes,
+    nothing timed (`JudgeRequest.quick`): the verdict has no speedup and wins nothing."""
     task_dir, candidate = _usable(task_dir, candidate)
     request = _request(
         task_dir,
@@ -70,6 +72,7 @@ def check(
         side_by_side=side_by_side,
         cache_dir=str(Path(cache_dir).resolve()) if cache_dir else None,
         baseline_cache_dir=str(Path(baseline_cache_dir).resolve()) if baseline_cache_dir else None,
+        quick=quick or None,
     )
     return _run_judge(request, device_env, workdir, warm)
 
@@ -172,8 +175,8 @@ def _judge_env(device_env: dict[str, str] | None) -> dict[str, str]:
 
 def warm_up(device_env: dict[str, str] | None) -> None:
     """Start the warm server that checks on this device will fork from, without waiting for it:
-    its import of torch (7 s on an H200 host) and the compiler overlaps whatever the caller
-    does next instead of the first check's time."""
+    its import of torch and the compiler (seconds: docs/studies/h200_figures.md) overlaps
+    whatever the caller does next instead of the first check's time."""
     forkserver.server_for(_judge_env(device_env), compiler=True)
 
 

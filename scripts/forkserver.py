@@ -1,13 +1,13 @@
 """A warm start for checks: a process that has imported torch and the harness, forking judges.
 
-A fresh Python importing torch takes seconds (3.2 s on an H200 host), and every check used to
+A fresh Python importing torch takes seconds (docs/studies/h200_figures.md), and every check used to
 start two (the judge, then the candidate's process). The server imports them once, never
 touching a device, and forks one judge per request; the judge in turn forks the candidate's
 process before it initialises a device itself (`scripts.judge`). Each fork starts in its own
 session with exactly the environment asked for, as `python -m MODULE` would.
 
 A server for checks (`compiler=True`) also imports Dynamo and Inductor, so that a torch.compile
-candidate's process does not (8-10 s of every compiled check on the H200): `_import_compiler`.
+candidate's process does not (seconds of every compiled check): `_import_compiler`.
 
 One server per judge environment (so the device it may see is fixed when it starts) and
 compiler setting, owned by the orchestrator process that started it: requests come only over its stdin, which no judge or
@@ -65,12 +65,12 @@ def _import_compiler() -> bool:
     2.11: the only device call found by benchmarks/fork_import_study.py), and the CUDA
     runtime's answer initialises the driver, after which every fork failed "Cannot
     re-initialize CUDA in forked subprocess". For the import alone, that question is answered
-    from NVML, which leaves the driver alone, and NVML is shut down again after. The study
-    measured a fork of a server that imported them this way at 1.8 s to its first compiled
-    result, against 16.4 s for one that had not. Unlike PYTORCH_NVML_BASED_CUDA_CHECK=1 in the
-    server's environment (tried at 2a88e77: every check failed "Invalid device id", with
-    "Can't initialize NVML" in the judge), nothing changes for the judges and candidates
-    forked after: the same environment, the same CUDA calls. Not on ROCm (its SMI library's
+    from NVML, which leaves the driver alone, and NVML is shut down again after; the study
+    measured a fork of such a server reaching its first compiled result several times sooner.
+    Unlike PYTORCH_NVML_BASED_CUDA_CHECK=1 in the server's environment (which reached the forks:
+    every check failed "Invalid device id"), nothing changes for the judges and candidates
+    forked after: the same environment, the same CUDA calls (figures and the commit it was
+    tried at: docs/studies/h200_figures.md). Not on ROCm (its SMI library's
     state after a fork is untested here): candidates import the compiler there themselves."""
     import torch
 

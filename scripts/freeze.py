@@ -12,6 +12,8 @@ Layout of a task directory:
 Frozen into a run directory (`RUN/task`, as `bakeoff run` does), the baseline's compilers keep
 their caches beside it, in `RUN/compile-cache/<baseline_cache_key>/`: the freeze's own build of
 a CUDA C++, Triton or torch.compile baseline is the one every check of the run then loads.
+
+    python -m scripts.freeze KERNEL_PATH OUT ANSWER.json      (a freeze in a process of its own)
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import tempfile
 from pathlib import Path
 
 from scripts import manifest, sizes, untrusted
+from scripts.baseline import FrozenBaseline
 from scripts.errors import BadInput
 from scripts.fingerprint import device_kind, fingerprint
 from scripts.formats import module_for
@@ -59,15 +62,14 @@ def _write_json(path: Path, data) -> None:
     path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
-def load_task(task_dir: Path) -> tuple[OpSpec, Path, dict]:
-    """Verify a task directory and return (spec, baseline_src, baseline timings)."""
+def load_task(task_dir: Path) -> tuple[OpSpec, Path, FrozenBaseline]:
+    """Verify a task directory and return (spec, baseline_src, the frozen baseline)."""
     task_dir = Path(task_dir)
     if not task_dir.is_dir():
         raise BadInput(str(task_dir), "task directory does not exist")
     manifest.verify(task_dir)
     spec = OpSpec.model_validate_json((task_dir / "spec.json").read_text())
-    baseline = json.loads((task_dir / "baseline.json").read_text())
-    return spec, task_dir / "baseline_src", baseline
+    return spec, task_dir / "baseline_src", FrozenBaseline.read(task_dir)
 
 
 def default_out(spec: OpSpec, root: Path = Path("runs/tasks")) -> Path:
@@ -186,3 +188,28 @@ def _remove(path: Path) -> None:
         func(p)
 
     shutil.rmtree(path, onerror=_chmod_and_retry)
+
+
+def main(argv: list[str]) -> int:
+    """`python -m scripts.freeze KERNEL_PATH OUT ANSWER.json`: `freeze` in a process of its own
+    (tasks/freezing.py starts it on a leased device). Bad input is an answer, `{"bad_input":
+    [where, what]}`, beside `{"ok": task_dir}`; any other failure is the process's exit status."""
+    import os
+
+    import torch
+
+    kernel_path, out, answer = (Path(a) for a in argv)
+    if not torch.cuda.is_available():  # without a GPU, Triton runs only under its interpreter
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+    try:
+        found = {"ok": str(freeze(kernel_path, out))}
+    except BadInput as exc:
+        found = {"bad_input": [exc.where, exc.what]}
+    answer.write_text(json.dumps(found))
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main(sys.argv[1:]))

@@ -24,10 +24,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from scripts import isolation, manifest, protocol, sandbox
+from scripts import isolation, launches, manifest, protocol, sandbox
 from scripts.errors import BadInput
 from scripts.spec import OpSpec
-from scripts.verdict import Status, Verdict, WorkloadVerdict, geomean
+from scripts.verdict import Status, TorchWork, Verdict, WorkloadVerdict, geomean
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 HARNESS_DIR = Path(__file__).resolve().parent
@@ -174,7 +174,10 @@ class Judge:
         else:
             self.oracle = manifest.verify(self.task)
             self.baseline = json.loads((self.task / "baseline.json").read_text())["workloads"]
-        self.spec = OpSpec.model_validate_json((self.task / "spec.json").read_text())
+        self.full_spec = OpSpec.model_validate_json((self.task / "spec.json").read_text())
+        # A quick check judges only the small workloads, all as correctness-only sizes; the
+        # child still gets the whole (valid) spec and runs only the workloads it is seeded for.
+        self.spec = quick_spec(self.full_spec) if request.quick else self.full_spec
         self.seeds = [
             protocol.WorkloadSeeds(
                 name=wl.name,
@@ -195,7 +198,7 @@ class Judge:
         fork = self._can_fork()
         beside, clock = None, time.monotonic()
         phases = {}
-        if self.req.side_by_side and not self.req.freezing:
+        if self.req.side_by_side and not (self.req.freezing or self.req.quick):
             # The frozen baseline first, in a process of its own that is gone before the
             # candidate's starts: the candidate cannot reach it, and both see the same device.
             beside = self._run_child(None, timing_only=True, fork=fork)[1]
@@ -271,7 +274,7 @@ class Judge:
         if timing_only:
             seeds = [s.model_copy(update={"trial_seeds": []}) for s in seeds]
         child_request = protocol.ChildRequest(
-            spec=self.spec.model_dump(mode="json"),
+            spec=self.full_spec.model_dump(mode="json"),
             src_dir=str(self.task / "baseline_src"),
             candidate=candidate,
             results=str(scratch / "results"),
@@ -279,6 +282,7 @@ class Judge:
             wall_blocks=0 if timing_only else self.req.wall_blocks,
             workloads=seeds,
             precompile=precompile,
+            checked_only=self.req.quick,
         )
         (scratch / "child.json").write_text(child_request.model_dump_json())
         env = self.req.candidate_env if candidate else {}
@@ -382,15 +386,24 @@ class Judge:
             return [self._failed(n, Status.CRASHED, reason) for n in names]
         reference = None
         verdicts = []
+        count = len(self.spec.workloads)
+        ran = launches.records(finished.markers, count)
+        on_device = launches.records(finished.markers, count, kind="device")
         for i, wl in enumerate(self.spec.workloads):
             record = results.workloads[i]
+            forged = next((r for r in (ran[i], on_device[i]) if isinstance(r, str)), None)
+            if forged and isinstance(record, protocol.ChildWorkload):
+                verdicts.append(self._failed(wl.name, Status.FLAGGED, forged))
+                continue
+            if isinstance(ran[i], dict) and on_device[i]:
+                ran[i] = {**ran[i], "device": on_device[i]}
             if record is None:
                 verdicts.append(self._failed(wl.name, *self._no_result(finished, results, i)))
             elif isinstance(record, str):
                 verdicts.append(self._failed(wl.name, Status.FLAGGED, f"its results: {record}"))
             elif record.error is not None:
                 failed = self._failed(wl.name, record.error.status, record.error.reason)
-                verdicts.append(_spent(failed, record))
+                verdicts.append(_spent(failed, record, ran[i]))
             else:
                 if reference is None:
                     private_caches(self.workdir)
@@ -399,18 +412,43 @@ class Judge:
                 verdict = verify_workload(
                     self, i, wl, record, reference, results.root, finished.markers, info, base
                 )
-                verdicts.append(_spent(verdict, record))
+                verdicts.append(_spent(verdict, record, ran[i]))
         return verdicts
 
 
-def _spent(verdict: WorkloadVerdict, record: protocol.ChildWorkload) -> WorkloadVerdict:
+def quick_spec(spec: OpSpec) -> OpSpec:
+    """The workloads of a quick check: the correctness-only sizes freeze added (small, odd
+    shapes) and the smallest timed workload, every one untimed. A judge-side view only (a spec
+    with nothing timed does not validate, and is never written)."""
+    import math
+
+    smallest = min(spec.timed_workloads, key=lambda w: math.prod(w.dims.values()))
+    chosen = [w for w in spec.workloads if not w.timed or w is smallest]
+    untimed = [w.model_copy(update={"timed": False}) for w in chosen]
+    return spec.model_copy(update={"workloads": untimed})
+
+
+def _spent(verdict: WorkloadVerdict, record: protocol.ChildWorkload, ran) -> WorkloadVerdict:
     """`verdict` with the seconds the candidate's process spent in that workload's calls, and
-    the Triton kernels its checked calls launched and the compiled extension functions they
-    called (scripts/launches.py)."""
-    kernels = sorted(set(record.triton_kernels))
-    calls = sorted(set(record.extension_calls))
-    update = {"candidate_seconds": record.candidate_s, "triton_kernels": kernels}
-    return verdict.model_copy(update={**update, "extension_calls": calls})
+    what its checked calls ran: the Triton kernels launched, the compiled extension functions
+    called, the torch work beside them (the child's record on the marker channel,
+    scripts/launches.py; never its results files, which it could rewrite after)."""
+    ran = ran if isinstance(ran, dict) else {}
+    work = ran.get("work") if isinstance(ran.get("work"), dict) else {}
+    update = {
+        "candidate_seconds": record.candidate_s,
+        "triton_kernels": sorted({str(k) for k in ran.get("triton", [])}),
+        "extension_calls": sorted({str(k) for k in ran.get("ext", [])}),
+        "torch_work": TorchWork.model_validate(work) if work else None,
+        "device_us": _floats(ran.get("device")),
+    }
+    return verdict.model_copy(update=update)
+
+
+def _floats(record) -> dict[str, float] | None:
+    if not isinstance(record, dict):
+        return None
+    return {str(k): float(v) for k, v in record.items() if isinstance(v, (int, float))} or None
 
 
 def _beside(beside: Results, index: int) -> protocol.ChildWorkload | str:

@@ -2,8 +2,8 @@
 
 A lane of language L ranks only candidates that run L: a "Triton" candidate that returns the
 reference's (or torch's) answer without launching a Triton kernel is refused from a Triton lane
-(the rule is applied on the orchestration side, `tasks.language_rule`). The child installs this
-hook after the candidate is loaded and counts launches around its checked calls (the trials).
+(the rule is applied on the orchestration side, `tasks.language_rule`). The child installs these
+hooks before the candidate is imported and counts launches around its checked calls (the trials).
 
 Every launch of a `@triton.jit` function goes through its class's `run` (`fn[grid](...)` is
 `run(grid=..., warmup=False)`; autotuners and heuristics end in the same `run`), natively
@@ -18,8 +18,14 @@ candidate is imported: it binds those names at import), or through hip-python's
 module, and those launches, are counted as the Triton launches are. Ops an extension registers
 in `torch.ops` (TORCH_LIBRARY, `is_python_module=False`) are not counted.
 
-The record lives in the candidate's process, so a candidate could fake a launch; what this
-rules out is the honest-looking fake (no Triton at all), which is what was seen.
+The record lives in the candidate's process, so what it guarantees is bounded (docs/harness.md,
+"Which kernels ran"). What it closes: the launch path is wrapped before the candidate is imported
+(on triton's import, or at once where the warm server imported it), so a `run` the candidate
+replaced beforehand is never what the wrapper calls; a launch is recorded only after Triton's own
+`run` returned for a real `JITFunction` (a fake object handed to `run` by hand raises there);
+the record is held in closures, not module attributes a candidate can append to; and the child
+sends it to the judge on the marker channel once (`record_line`), not in a file the candidate
+could rewrite afterwards. `torch_work.py` measures what the call did in torch beside its kernels.
 """
 
 from __future__ import annotations
@@ -27,30 +33,109 @@ from __future__ import annotations
 import functools
 import importlib.abc
 import importlib.util
+import json
 import sys
 import types
 from contextlib import contextmanager
 
-_launched: list[str] | None = None  # names launched while counting; None: not counting
-_called: list[str] | None = None  # extension functions called while counting
 _installed = False
 _HOOKS: dict = {}  # module name -> what wraps it once imported
 _hip_names: dict[int, str] = {}  # id of a hipFunction_t -> the kernel name it was got by
+MAX_NAMES = 32  # names kept per record: one datagram on the marker channel holds them all
+_WRAPPED: dict = {}  # Triton class -> the `run` wrapped here (`intact` compares)
 
 
-def _wrap(cls) -> None:
-    original = cls.run
-    if getattr(original, "_bakeoff_counted", False):
-        return
+def _tally():
+    """The record, in closures: `add(kind, name)` while counting, `take()` ends a count and
+    returns (kernels, calls), `begin()` starts one; `inside()` says a Triton launch is running
+    (its own torch calls, e.g. the interpreter's copies, are not the candidate's torch work)."""
+    state = {"on": False, "kernels": [], "calls": [], "depth": 0}
 
-    def run(self, *args, grid, warmup, **kwargs):
-        if not warmup and _launched is not None:
-            fn = getattr(self, "fn", None)
-            _launched.append(getattr(fn, "__qualname__", None) or getattr(fn, "__name__", "?"))
-        return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+    def begin():
+        state.update(on=True, kernels=[], calls=[])
 
-    run._bakeoff_counted = True
-    cls.run = run
+    def add(kind: str, name: str):
+        if state["on"]:
+            state[kind].append(name)
+
+    def take():
+        state["on"] = False
+        return state["kernels"], state["calls"]
+
+    def enter(delta: int):
+        state["depth"] += delta
+
+    return begin, take, enter, lambda: state["depth"] > 0, add
+
+
+def _kernel_name(jit) -> str | None:
+    """The Python function's name behind a launched `JITFunction` (what the trusted side looks
+    for among the `@triton.jit` definitions of the candidate's files)."""
+    fn = getattr(jit, "fn", None)
+    code = getattr(fn, "__code__", None)
+    return code.co_name if code is not None else None
+
+
+def _recorders(add):
+    """What records a launch or a call, built around `add` so that no module attribute
+    reaches the record: (wrap a Triton class, count an extension function, count hip launches)."""
+
+    def wrap(cls) -> None:
+        original = cls.run
+        if getattr(original, "_bakeoff_counted", False):
+            return
+
+        def run(self, *args, grid, warmup, **kwargs):
+            counted = not warmup and isinstance(self, cls)
+            _enter(1)
+            try:
+                result = original(self, *args, grid=grid, warmup=warmup, **kwargs)
+            finally:
+                _enter(-1)
+            name = _kernel_name(self) if counted else None
+            if name:  # recorded once Triton's own run returned: it launched
+                add("kernels", name)
+            return result
+
+        run._bakeoff_counted = True
+        cls.run = run
+        _WRAPPED[cls] = run
+
+    def counted_call(name: str, fn):
+        def call(*args, **kwargs):
+            result = fn(*args, **kwargs)
+            add("calls", name)
+            return result
+
+        call._bakeoff_counted = True
+        call.__name__ = call.__qualname__ = getattr(fn, "__name__", name)
+        call.__doc__ = getattr(fn, "__doc__", None)
+        return call
+
+    def hip_launch(hip):
+        def hipModuleLaunchKernel(f, *args, **kwargs):
+            result = hip(f, *args, **kwargs)
+            add("calls", "hip:" + _hip_names.get(id(f), "?"))
+            return result
+
+        hipModuleLaunchKernel._bakeoff_counted = True
+        return hipModuleLaunchKernel
+
+    return wrap, counted_call, hip_launch
+
+
+_begin, _take, _enter, inside, _adder = _tally()
+_wrap, _counted_call, _hip_launch = _recorders(_adder)
+del _adder
+
+
+def intact() -> str | None:
+    """The Triton launch path the candidate replaced after it was wrapped, if any (a replaced
+    `run` launches unrecorded, or records what never ran)."""
+    for cls, run in _WRAPPED.items():
+        if cls.__dict__.get("run") is not run:
+            return f"triton's {cls.__name__}.run"
+    return None
 
 
 def install() -> bool:
@@ -71,18 +156,6 @@ def install() -> bool:
         return False
     _installed = True
     return True
-
-
-def _counted_call(name: str, fn):
-    def call(*args, **kwargs):
-        if _called is not None:
-            _called.append(name)
-        return fn(*args, **kwargs)
-
-    call._bakeoff_counted = True
-    call.__name__ = call.__qualname__ = getattr(fn, "__name__", name)
-    call.__doc__ = getattr(fn, "__doc__", None)
-    return call
 
 
 def _count_module(module):
@@ -140,11 +213,16 @@ class _OnImport(importlib.abc.MetaPathFinder):
 
 
 def install_extensions() -> None:
-    """Make the modules load_inline and load build count calls to their functions, and
-    hip-python count its launches. Called by the child before the candidate is imported (a
-    candidate binds load_inline at import, and may get its hip functions before a checked call)."""
+    """Make the modules load_inline and load build count calls to their functions, hip-python
+    count its launches, and Triton's launch paths record theirs (as soon as triton is imported).
+    Called by the child before the candidate is imported (a candidate binds load_inline at
+    import, may get its hip functions before a checked call, or replace Triton's `run`)."""
     global _HOOKS
-    _HOOKS = {"torch.utils.cpp_extension": _wrap_builders, "hip.hip": _install_hip}
+    _HOOKS = {
+        "torch.utils.cpp_extension": _wrap_builders,
+        "hip.hip": _install_hip,
+        "triton": lambda _module: install(),  # before the candidate can replace `run` itself
+    }
     for name in list(_HOOKS):
         if name in sys.modules:
             _HOOKS.pop(name)(sys.modules[name])
@@ -166,27 +244,62 @@ def _install_hip(module) -> None:
         _hip_names[id(function)] = text
         return result
 
-    def hipModuleLaunchKernel(f, *args, **kwargs):
-        if _called is not None:
-            _called.append("hip:" + _hip_names.get(id(f), "?"))
-        return hip(f, *args, **kwargs)
-
-    hipModuleLaunchKernel._bakeoff_counted = True
     module.hipModuleGetFunction = hipModuleGetFunction
-    module.hipModuleLaunchKernel = hipModuleLaunchKernel
+    module.hipModuleLaunchKernel = _hip_launch(hip)
 
 
 @contextmanager
 def counting(into: list[str], extensions: list[str] | None = None):
     """Add the names of the Triton kernels launched inside the block to `into`, and those of
     the compiled extension functions called there to `extensions`."""
-    global _launched, _called
     install()  # a candidate may import triton lazily, at its first call
-    _launched, _called = [], []
+    _begin()
     try:
         yield
     finally:
-        into.extend(_launched)
+        kernels, calls = _take()
+        into.extend(kernels)
         if extensions is not None:
-            extensions.extend(_called)
-        _launched = _called = None
+            extensions.extend(calls)
+
+
+def record_line(index: int, kernels: list[str], calls: list[str], work: dict) -> str:
+    """The marker line that carries workload `index`'s record to the judge (one datagram)."""
+    record = {
+        "triton": sorted(set(kernels))[:MAX_NAMES],
+        "ext": sorted(set(calls))[:MAX_NAMES],
+        "work": work,
+    }
+    return f"launches {index} " + json.dumps(record, separators=(",", ":"))[:60000]
+
+
+def device_line(index: int, kernel_us: dict[str, float]) -> str:
+    """The marker line with workload `index`'s device time per kernel name over its timed
+    calls (scripts/stream_audit.py; sent on a device with the audit only)."""
+    top = sorted(kernel_us.items(), key=lambda kv: -kv[1])[:MAX_NAMES]
+    return f"device {index} " + json.dumps({k[:200]: round(v, 3) for k, v in top})
+
+
+def records(markers, count: int, kind: str = "launches") -> list[dict | str]:
+    """Per workload, the record the child sent on the marker channel (the judge's side): {}
+    where none came, and why it is refused where more than one did (the candidate wrote on the
+    channel too) or it does not parse."""
+    found: list[list[str]] = [[] for _ in range(count)]
+    for line, _ in markers:
+        head, _, rest = line.partition(" ")
+        index, _, body = rest.partition(" ")
+        if head == kind and index.isdigit() and int(index) < count:
+            found[int(index)].append(body)
+    out: list[dict | str] = []
+    for bodies in found:
+        if len(bodies) > 1:
+            out.append(f"{len(bodies)} {kind} records came on the harness's channel, not one")
+            continue
+        try:
+            record = json.loads(bodies[0]) if bodies else {}
+        except ValueError:
+            record = None
+        lists = ("triton", "ext") if kind == "launches" else ()  # a device record: name -> us
+        ok = isinstance(record, dict) and all(isinstance(record.get(k, []), list) for k in lists)
+        out.append(record if ok else f"its {kind} record on the harness's channel is garbled")
+    return out

@@ -21,20 +21,36 @@ def _digest(path: Path) -> str:
     return h.hexdigest()
 
 
-def _files(root: Path) -> list[Path]:
+def _files(root: Path, every: bool = False) -> list[Path]:
     out = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
         for name in sorted(filenames):
             p = Path(dirpath) / name
-            if p.name != MANIFEST and not name.endswith(".pyc"):
+            if every or (p.name != MANIFEST and not name.endswith(".pyc")):
                 out.append(p)
     return out
 
 
-def build(root: Path) -> dict[str, str]:
+def build(root: Path, every: bool = False) -> dict[str, str]:
+    """sha256 of each file under `root` by relative path; __pycache__ never, and with `every`
+    False (a frozen task) neither MANIFEST.json nor .pyc files."""
     root = Path(root)
-    return {p.relative_to(root).as_posix(): _digest(p) for p in _files(root)}
+    return {p.relative_to(root).as_posix(): _digest(p) for p in _files(root, every)}
+
+
+def files_of(path: Path, every: bool = False) -> dict[str, str]:
+    """`build` for a directory; a single file's sha256 under its own name."""
+    path = Path(path)
+    return build(path, every) if path.is_dir() else {path.name: _digest(path)}
+
+
+def cache_key(payload, chars: int | None = None) -> str:
+    """The one way a key is made of what decides a result: sha256 of `payload` as JSON with
+    sorted keys (first `chars` hex digits). Files go in as `files_of` gives them, with the
+    settings and the code version beside, so equal keys mean the same result (the oracle hash,
+    the lane and Discover caches, a check's identity, an interrupted Discover's fingerprints)."""
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:chars]
 
 
 IDENTITY = ("baseline_src/", "spec.json")
@@ -42,8 +58,7 @@ IDENTITY = ("baseline_src/", "spec.json")
 
 def oracle_hash(files: dict[str, str]) -> str:
     """Hash of what defines the oracle (sources and spec), not of measurements that vary per run."""
-    identity = {k: v for k, v in files.items() if k.startswith(IDENTITY)}
-    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+    return cache_key({k: v for k, v in files.items() if k.startswith(IDENTITY)})
 
 
 def write(root: Path) -> str:

@@ -42,6 +42,9 @@ class JudgeRequest(BaseModel):
     # Only the calls that compile (each workload's first calls, `Runner.first_calls`), to fill
     # `cache_dir` ahead of the check: nothing timed, nothing judged; the answer is `Precompiled`.
     precompile: bool = False
+    # Correctness only (the model's quick check): the small workloads (`judge.quick_spec`), one
+    # trial each, nothing timed, no baseline beside it; the verdict has no speedup.
+    quick: bool = False
 
 
 class WorkloadSeeds(BaseModel):
@@ -64,6 +67,7 @@ class ChildRequest(BaseModel):
     wall_blocks: int
     workloads: list[WorkloadSeeds]
     precompile: bool = False
+    checked_only: bool = False  # every workload as a correctness-only size (a quick check)
 
 
 class ChildError(BaseModel):
@@ -112,8 +116,7 @@ class ChildWorkload(BaseModel):
     host_bound: int = 0  # samples whose start event fired before the call was queued
     wall_calls: int = 0
     candidate_s: float = 0.0  # time spent inside the candidate's calls
-    triton_kernels: list[str] = Field(default_factory=list)  # launched in its checked calls
-    extension_calls: list[str] = Field(default_factory=list)  # compiled functions called there
+    # which kernels ran: not here but on the marker channel (scripts/launches.py: records)
 
 
 class ChildHello(BaseModel):

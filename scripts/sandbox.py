@@ -262,7 +262,7 @@ class Markers:
     def _drain(self) -> None:
         while True:
             try:
-                data, ancillary, _, _ = self._ours.recvmsg(4096, socket.CMSG_SPACE(16))
+                data, ancillary, _, _ = self._ours.recvmsg(65536, socket.CMSG_SPACE(16))
             except (BlockingIOError, InterruptedError):
                 return
             sent = time.time_ns()

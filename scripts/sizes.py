@@ -29,33 +29,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pydantic import BaseModel
-
 from scripts.spec import OpSpec, SizeProbe, Workload
 
 MAX_INPUT_BYTES = 2 << 30  # a size larger than the listed one is not tried above this (memory)
 PROBE_SEED = 1234  # fixed: freezing the same input twice proposes and keeps the same sizes
 PROBE_TIMEOUT_S = 300.0  # one probe process; a size it hangs at is recorded and skipped
 REPO_ROOT = Path(__file__).resolve().parent.parent
-
-
-class Variant(BaseModel):
-    """A size a format proposes: the untimed workload and how many bytes its inputs take."""
-
-    workload: Workload
-    input_bytes: int | None = None  # None: not known before making them
-    larger: bool = False  # larger than the listed size it was derived from
-
-
-def targets(n: int) -> list[tuple[str, int]]:
-    """Other values for a dimension of size n: halved, doubled and made odd (n - 1 when n is
-    even, n + 2 when n is odd already), those that are >= 1, differ from n and from each other."""
-    odd = n - 1 if n % 2 == 0 else n + 2
-    found: list[tuple[str, int]] = []
-    for label, m in (("halved", n // 2), ("doubled", 2 * n), ("odd", odd)):
-        if m >= 1 and m != n and m not in [v for _, v in found]:
-            found.append((label, m))
-    return found
 
 
 def add_other_sizes(

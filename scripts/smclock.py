@@ -1,7 +1,8 @@
 """The SM clock of an NVIDIA device, read through NVML (libnvidia-ml, part of the driver).
 
-A diagnostic kept with every timed sample: an idle H200 runs its SMs at 345 MHz and a busy
-one at 1980 MHz, and a short kernel timed at the low clock takes several times longer. Reading
+A diagnostic kept with every timed sample: an idle GPU runs its SMs at a fraction of a busy
+one's clock (docs/studies/h200_figures.md), and a short kernel timed at the low clock takes
+several times longer. Reading
 takes microseconds, outside the timed region. Anything short of a working NVML (ROCm, the
 CPU, no driver library, a device NVML cannot find) gives None and never an error.
 """

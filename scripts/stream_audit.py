@@ -10,11 +10,10 @@ sample's overhang is how long after the marker started the last device work the 
 ended, at least 0; it is added to the sample. An honest call's overhang is 0 (its work is done
 when the caller's stream reaches the marker), so nothing is charged for host jitter.
 
-On the H200 (benchmarks/results/stream_audit_*_h200.json) the overhang read 0 for honest and
-joined calls and 0.019-0.021 ms and 0.97-0.99 ms for 0.02 and 1 ms left on a side stream, in
-eager, torch.compile default and max-autotune (CUDA graphs); where the gate held, the event-timed
-medians of calls of 100 us or more moved -0.5% to +0.8% under the profiler. The profiler's first start in a process takes
-4-6 s there, so `warm` starts it on a thread of its own while the candidate loads and compiles.
+On the H200 the overhang matched the work left on a side stream and read 0 for honest calls,
+and the profiler barely moved event-timed medians (docs/studies/h200_figures.md, "Stream
+audit"). The profiler's first start in a process takes seconds, so `warm` starts it on a thread
+of its own while the candidate loads and compiles.
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ DEVICE_WORK = ("kernel", "gpu_memcpy", "gpu_memset")
 LAUNCHES = ("cuda_runtime", "cuda_driver")
 
 
-def overhangs(events: list[dict]) -> dict[int, float]:
+def overhangs(events: list[dict], device_us: dict[str, float] | None = None) -> dict[int, float]:
     """Sample K -> ms from the start of marker K's device work to the end of the last device
     work call K launched (at least 0; 0 for a call that launched none), for every K whose
     marker is in the trace. A device activity belongs to the annotation whose window holds the
@@ -37,7 +36,9 @@ def overhangs(events: list[dict]) -> dict[int, float]:
     their launch's). Only outermost windows count: the harness's follow one another, so a
     window inside another was opened by the candidate during its call (a `marker K` of its own
     around its hidden work would otherwise take that work out of the call), and one around
-    the harness's leaves their markers without work, so those samples are missing."""
+    the harness's leaves their markers without work, so those samples are missing.
+    `device_us`, if given, gets the device time (us) of the timed calls' work per kernel name
+    (copies and fills by their kind): which kernels did the call's work on the device."""
     launched_at = {}
     for e in events:
         if e.get("cat") in LAUNCHES and "correlation" in (e.get("args") or {}):
@@ -61,6 +62,9 @@ def overhangs(events: list[dict]) -> dict[int, float]:
         i = bisect.bisect_right(starts, at) - 1
         if i >= 0 and at <= windows[i][1]:
             spans.setdefault(windows[i][2], []).append((e["ts"], e["ts"] + e.get("dur", 0.0)))
+            if windows[i][2].startswith("call ") and device_us is not None:
+                name = e.get("name", "?") if e.get("cat") == "kernel" else e.get("cat", "?")
+                device_us[name] = device_us.get(name, 0.0) + e.get("dur", 0.0)
     found = {}
     for name, marker in spans.items():
         if not name.startswith("marker "):
@@ -161,7 +165,8 @@ class StreamAudit:
         finally:
             path.unlink(missing_ok=True)
         self._prof = None
-        hangs = overhangs(events)
+        self.kernel_us: dict[str, float] = {}
+        hangs = overhangs(events, self.kernel_us)
         missing = [k for k in ids if k not in hangs]
         if missing:
             raise Missing(missing, none=not hangs)

@@ -77,12 +77,14 @@ class Clock:
         self.gate_ms: float | None = None  # one flush's device time on an idle device
         self.gate_tolerance_ms = 0.0
         self.kind = clock_kind(device)
+        self._unpin_l2 = _no_sync
         if device == "cpu":
             self._sync = _no_sync
             return
         import torch
 
         self._sync = torch.cuda.synchronize
+        self._unpin_l2 = _no_sync if torch.version.hip else persisting_l2_reset()
         self._event = torch.cuda.Event
         self._record = torch.cuda.Event.record
         self._elapsed = torch.cuda.Event.elapsed_time
@@ -145,6 +147,9 @@ class Clock:
 
     def _sample(self, fn, args, before):
         self._sync()
+        # Lines the last call marked persisting (an access-policy window on its stream) would
+        # outlive the flush and serve its next call from L2: back to normal before the gate.
+        self._unpin_l2()
         gate0, start, end = (self._event(enable_timing=True) for _ in range(3))
         b0 = self._now()
         self._gate(before, gate0)
@@ -188,6 +193,19 @@ class Clock:
 
 def _no_sync() -> None:
     return None
+
+
+def persisting_l2_reset():
+    """The CUDA driver's reset of persisting L2 lines for the current context (a no-op where the
+    driver has none). Looked up when the clock is made, before any candidate code is imported."""
+    import ctypes
+
+    try:
+        reset = ctypes.CDLL("libcuda.so.1").cuCtxResetPersistingL2Cache
+    except (OSError, AttributeError):
+        return _no_sync
+    reset.restype, reset.argtypes = ctypes.c_int, []
+    return reset
 
 
 class Flusher:

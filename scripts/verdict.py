@@ -54,6 +54,20 @@ class Timing(BaseModel):
     overhang_ms: list[float] = Field(default_factory=list)
 
 
+class TorchWork(BaseModel):
+    """Per checked call (after the first that launched Triton): the elements of the call's
+    inputs, and the elements each aten compute op read outside its Triton launches
+    (scripts/torch_work.py). Reported by the candidate's process."""
+
+    inputs: int = 0
+    torch_read: dict[str, int] = Field(default_factory=dict)
+
+    @property
+    def share(self) -> float:
+        """Elements torch compute read, over the call's input elements."""
+        return sum(self.torch_read.values()) / max(self.inputs, 1)
+
+
 class WorkloadVerdict(BaseModel):
     workload: str
     status: Status
@@ -80,6 +94,11 @@ class WorkloadVerdict(BaseModel):
     # The functions of its own compiled extensions (load_inline / load modules, hip-python
     # launches) those calls ran: a CUDA or HIP lane ranks only candidates that ran one.
     extension_calls: list[str] = Field(default_factory=list)
+    # The torch work those calls did beside their Triton kernels (None: not observed).
+    torch_work: TorchWork | None = None
+    # On a device: the timed calls' device time (us) per kernel name (copies and fills by
+    # kind), from the profiler's trace (scripts/stream_audit.py). None: no device trace.
+    device_us: dict[str, float] | None = None
 
     @model_validator(mode="after")
     def _fields_match_status(self) -> WorkloadVerdict:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from tasks import backends as registry
 from tasks.backends.aiter_gemm import AiterGemm
-from tasks.backends.base import BuildContext, baseline_candidate
+from tasks.backends.base import BuildContext
+from tasks.backends.wrappers import baseline_candidate
 from tasks.models import (
     BackendStatus,
     CandidateRef,
@@ -25,10 +26,9 @@ PrecompileFn = Callable[[list[CandidateRef]], None]
 def _frozen_baseline_ms(ctx: BuildContext, measured: CandidateResult) -> dict[str, float]:
     """The one denominator: as the harness reports it, else as frozen in baseline.json."""
     out = {w.workload: w.baseline_ms for w in measured.verdict.workloads if w.baseline_ms}
-    frozen = ctx.baseline.get("workloads", {})
-    for name, wl in frozen.items():
-        if name not in out and wl.get("median_ms"):
-            out[name] = float(wl["median_ms"])
+    for name, median in ctx.baseline.medians().items():
+        if name not in out and median:
+            out[name] = median
     return out
 
 

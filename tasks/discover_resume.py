@@ -4,8 +4,6 @@ name, settings and files are unchanged instead of checking it again."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
 
 from scripts import manifest
@@ -17,15 +15,13 @@ KEY_FILE = "key.txt"
 
 
 def fingerprint(ref: CandidateRef) -> str | None:
+    """Scoped by the Discover key (task, settings, code version), so the candidate alone:
+    its name, settings and files."""
     path = Path(ref.path)
-    if path.is_dir():
-        files = manifest.build(path)
-    elif path.is_file():
-        files = {path.name: hashlib.sha256(path.read_bytes()).hexdigest()}
-    else:
+    if not path.exists():
         return None
     what = ref.model_dump(mode="json", include={"name", "language", "mode", "env", "params"})
-    return hashlib.sha256(json.dumps([what, files], sort_keys=True).encode()).hexdigest()
+    return manifest.cache_key([what, manifest.files_of(path)])
 
 
 def finished_checks(store: LaneStore, key: str) -> dict[str, CandidateResult]:

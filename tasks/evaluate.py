@@ -23,15 +23,13 @@ by side (`precompile_jobs()` at once, on the device the caller holds, before any
 each check then finds its compiler cache full. A compile is the host's work (Dynamo, Inductor
 and Triton codegen, a C++ build) and each candidate has one, so on a host with cores to spare
 they overlap instead of queueing behind one another's timed runs. By default only C++ builds
-do (`BUILT_LANGUAGES`): one load_inline build took about 50 s on the H200, and a cuda lane
-makes one per candidate.
+do (`BUILT_LANGUAGES`): a build is nearly the whole of its check, and a cuda lane makes one per
+candidate (figures: docs/studies/h200_figures.md, "Precompiling").
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
 import os
 import re
 from collections.abc import Callable
@@ -41,8 +39,10 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NONE
 
+from scripts import manifest
 from scripts.errors import BadInput
 from scripts.freeze import CACHES, baseline_cache_key
+from scripts.verdict import Status
 from tasks.agents import Deadline, DeadlineExceeded
 from tasks.language_rule import ruled
 from tasks.models import CandidateRef, CandidateResult
@@ -85,19 +85,15 @@ def evaluate(
 
 def identity(task_dir: Path, ref: CandidateRef, samples: int | None, timeout_s: float) -> str:
     """What makes two checks the same check: the candidate's files (names and bytes), its
-    environment, the check's settings and the frozen task's manifest."""
-    h = hashlib.sha256()
-    path = Path(ref.path)
-    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-    for f in files:
-        if "__pycache__" in f.parts:
-            continue
-        h.update(str(f.relative_to(path) if path.is_dir() else f.name).encode() + b"\0")
-        h.update(hashlib.sha256(f.read_bytes()).digest())
-    settings = {"env": ref.env, "samples": samples, "timeout_s": timeout_s, "code": code_version()}
-    h.update(json.dumps(settings, sort_keys=True).encode())
-    h.update((Path(task_dir) / "MANIFEST.json").read_bytes())
-    return h.hexdigest()[:24]
+    environment, the check's settings and the frozen task's manifest. Every file counts, .pyc
+    files too (a candidate can import one that has no source)."""
+    payload = {
+        "files": manifest.files_of(Path(ref.path), every=True),
+        "settings": {"env": ref.env, "samples": samples, "timeout_s": timeout_s},
+        "code": code_version(),
+        "task": manifest.files_of(Path(task_dir) / manifest.MANIFEST),
+    }
+    return manifest.cache_key(payload, 24)
 
 
 JOBS_VAR = "BAKEOFF_PRECOMPILE_JOBS"
@@ -110,12 +106,11 @@ def precompile_jobs(refs: list[CandidateRef] | None = None) -> int:
     """Precompiles at once: BAKEOFF_PRECOMPILE_JOBS; else, when every one of `refs` is a C++
     build, a quarter of the host's cores (2 to 4); else none (under 2, none runs).
 
-    Off for torch.compile and Triton because it did not pay on the H200 (0c4df87,
-    docs/harness.md): four at once took 32-36 s for Discover's three torch.compile candidates,
-    and LayerNorm's checks after it still took 24-28 s each; its Discover took 123 s against
-    90 s without. A C++ build is nearly all of its check (51-54 s of examples/rmsnorm_cuda's,
-    e3789ba) and leaves nothing to redo in the check: builds side by side should cost about
-    one build's time; not yet measured on a GPU."""
+    Off for torch.compile and Triton because it did not pay on a GPU: a check that finds its
+    graphs compiled still traces, loads and captures them, so the checks after a precompile
+    took nearly as long and Discover took longer. A C++ build is nearly all of its check and
+    leaves nothing to redo in the check: builds side by side should cost about one build's
+    time; not yet measured on a GPU. Figures: docs/studies/h200_figures.md, "Precompiling"."""
     given = os.environ.get(JOBS_VAR, "").strip()
     if given:
         if not given.isdigit():
@@ -207,8 +202,8 @@ class Evaluator:
 
     def _cache_dir(self, ref: CandidateRef, key: str) -> Path:
         """A candidate's own cache; the frozen input checked as a candidate (Discover's first
-        check) shares the baseline's, whose build it is: a CUDA C++ baseline is not built again
-        for it (50 s on the H200 for examples/rmsnorm_cuda)."""
+        check) shares the baseline's, whose build it is: a CUDA C++ baseline, whose build is most
+        of a check, is not built again for it."""
         if ref.mode == "baseline":
             return self._baseline_cache
         return self.shared / CACHES / key
@@ -238,7 +233,7 @@ class Evaluator:
                 str(self._cache_dir(ref, key)),
                 str(self._baseline_cache),
             )
-            if result.verdict.status.value != "HARNESS_ERROR":
+            if result.verdict.status is not Status.HARNESS_ERROR:
                 write_json(kept, result)
         result = ruled(result)  # the lane's language rule, on the record's verdict
         count = self.store.save_candidate(result)

@@ -8,11 +8,11 @@ starts Prefect, so a kernel that does not freeze is refused with one line.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from scripts import manifest
@@ -21,21 +21,16 @@ from tasks.gpu_pool import DevicePool
 from tasks.results import PoolConfig
 
 ROOT = Path(__file__).resolve().parent.parent
-ERROR_PREFIX = "bakeoff freeze: error: "
 # What this process froze or found frozen: (input, task directory) -> (the input's files, the
 # task's manifest). `bakeoff run` freezes before its flow starts, and the flow's freeze phase
 # then asks again: without this it imported the input once more in a sandboxed interpreter
-# to compare (9.7 s of a 202 s bake-off on an H200 host, eb6e84f record).
+# to compare, seconds of every bake-off (docs/studies/h200_figures.md, "Freezing").
 _FROZEN_HERE: dict[tuple[str, str], tuple[str, str]] = {}
 
 
 def _state(kernel_path: Path, out: Path) -> tuple[str, str]:
-    if kernel_path.is_dir():
-        files = json.dumps(manifest.build(kernel_path), sort_keys=True).encode()
-    else:
-        files = kernel_path.read_bytes()
-    task = (out / manifest.MANIFEST).read_bytes()
-    return hashlib.sha256(files).hexdigest(), hashlib.sha256(task).hexdigest()
+    task = manifest.files_of(out / manifest.MANIFEST)
+    return manifest.cache_key(manifest.files_of(kernel_path)), manifest.cache_key(task)
 
 
 def freeze_isolated(
@@ -66,21 +61,28 @@ def freeze_isolated(
 
 
 def _freeze_in_subprocess(kernel_path: Path, out: Path, pool, timeout_s: float) -> Path:
-    with DevicePool.from_config(pool or PoolConfig()).lease(f"freeze {kernel_path.name}") as lease:
-        path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-        env = {**os.environ, **lease.env, "PYTHONPATH": path}
-        proc = subprocess.run(
-            [sys.executable, "-m", "flows.cli", "freeze", str(kernel_path), "--out", str(out)],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-        )
-    if proc.returncode == 0:
+    """The harness's own entry point (`python -m scripts.freeze`), in a fresh process for the
+    reasons above; it answers bad input in a JSON file, read back here as BadInput."""
+    with tempfile.TemporaryDirectory(prefix="bakeoff-freeze-") as tmp:
+        answer = Path(tmp) / "answer.json"
+        with DevicePool.from_config(pool or PoolConfig()).lease(
+            f"freeze {kernel_path.name}"
+        ) as lease:
+            path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+            env = {**os.environ, **lease.env, "PYTHONPATH": path}
+            argv = ["-m", "scripts.freeze", str(kernel_path), str(out), str(answer)]
+            proc = subprocess.run(
+                [sys.executable, *argv],
+                cwd=ROOT,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
+            )
+        found = json.loads(answer.read_text()) if answer.is_file() else {}
+    if proc.returncode == 0 and "ok" in found:
         return out
+    if proc.returncode == 0 and "bad_input" in found:
+        raise BadInput(*found["bad_input"])
     lines = proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"]
-    if proc.returncode == 2 and lines[-1].startswith(ERROR_PREFIX):
-        where, _, what = lines[-1][len(ERROR_PREFIX) :].partition(": ")
-        raise BadInput(where, what)
     raise RuntimeError(f"freezing {kernel_path} failed: {lines[-1]}")

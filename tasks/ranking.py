@@ -30,6 +30,7 @@ import statistics
 from pathlib import Path
 from typing import NamedTuple
 
+from scripts.baseline import FrozenBaseline
 from scripts.verdict import Status, geomean
 from tasks.models import CandidateResult
 from tasks.results import CandidateRow, DiscoverOutcome, LaneResult, Review
@@ -38,17 +39,17 @@ from tasks.roles_default import max_relative_spread, timing_doubts
 
 def baseline_stats(task_dir: Path) -> tuple[dict[str, float], dict[str, float]]:
     """(median ms, relative interquartile range) per workload of the frozen baseline."""
-    data = json.loads((Path(task_dir) / "baseline.json").read_text())
+    base = FrozenBaseline.read(Path(task_dir))
     spec = json.loads((Path(task_dir) / "spec.json").read_text())
     medians, spreads = {}, {}
     timed = [w["name"] for w in spec["workloads"] if w.get("timed", True)]  # not checked-only
     for name in timed:  # the spec's order, not the file's
-        wl = data["workloads"][name]
-        medians[name] = wl["median_ms"]
-        samples = wl.get("samples_ms") or [wl["median_ms"]]
-        if len(samples) > 1 and wl["median_ms"] > 0:
+        wl = base.workloads[name]
+        medians[name] = wl.median_ms
+        samples = wl.samples()
+        if len(samples) > 1 and wl.median_ms > 0:
             q = statistics.quantiles(samples, n=4)
-            spreads[name] = (q[2] - q[0]) / wl["median_ms"]
+            spreads[name] = (q[2] - q[0]) / wl.median_ms
         else:
             spreads[name] = 0.0
     return medians, spreads
@@ -82,10 +83,10 @@ def baseline_interpreted(task_dir: Path) -> bool:
     task_dir = Path(task_dir)
     try:
         spec = json.loads((task_dir / "spec.json").read_text())
-        base = json.loads((task_dir / "baseline.json").read_text())
+        base = FrozenBaseline.read(task_dir)
     except (OSError, ValueError):
         return False
-    return interpreted(str(spec.get("language", "")), str(base.get("device", "")))
+    return interpreted(str(spec.get("language", "")), base.device)
 
 
 def measurement(task_dir: Path) -> dict:
@@ -94,10 +95,10 @@ def measurement(task_dir: Path) -> dict:
     task_dir = Path(task_dir)
     try:
         finger = json.loads((task_dir / "fingerprint.json").read_text())
-        base = json.loads((task_dir / "baseline.json").read_text())
+        base = FrozenBaseline.read(task_dir)
     except (OSError, ValueError):
         return {}
-    clocks = sorted({w.get("clock", "?") for w in base.get("workloads", {}).values()})
+    clocks = sorted({w.clock or "?" for w in base.workloads.values()})
     _, spreads = baseline_stats(task_dir)
     return {
         "fingerprint": finger,

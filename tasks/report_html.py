@@ -18,6 +18,7 @@ from pathlib import Path
 
 import jinja2
 
+from scripts.baseline import FrozenBaseline
 from scripts.spec import OpSpec
 from tasks import discover_table
 from tasks.models import CandidateResult
@@ -249,10 +250,10 @@ def timeline_figure(report: Report) -> dict:
     return {"data": data, "layout": layout}
 
 
-def clocks(results: dict, baseline: dict) -> dict:
+def clocks(results: dict, baseline: FrozenBaseline) -> dict:
     """Timing clocks used (baseline and candidates) and the median SM clock where recorded."""
-    used = {w.get("clock") for w in baseline.get("workloads", {}).values() if w.get("clock")}
-    mhz = [m for w in baseline.get("workloads", {}).values() for m in w.get("sm_clock_mhz") or []]
+    used = {w.clock for w in baseline.workloads.values() if w.clock}
+    mhz = [m for w in baseline.workloads.values() for m in w.sm_clock_mhz]
     for result in results.values():
         for w in result.verdict.workloads:
             if w.timing is not None:
@@ -279,7 +280,7 @@ def build(
     task = Path(report.task_dir)
     spec = OpSpec.model_validate_json((task / "spec.json").read_text())
     fingerprint = json.loads((task / "fingerprint.json").read_text())
-    baseline = json.loads((task / "baseline.json").read_text())
+    baseline = FrozenBaseline.read(task)
     _, base_spread = baseline_stats(task)
     context = discover_context(report, discovered, rates)
     rates, floor_rows = context["rates"], context["floors"]

@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from scripts.verdict import Status
 from tasks.models import CandidateResult, DiscoverPlan, LaneMode
 
 BakeoffMode = Literal["optimize", "author", "bakeoff"]
@@ -168,14 +169,16 @@ class Report(BaseModel):
     html_path: str = ""  # report.html beside report.md (tasks/report_html.py)
     # fingerprint (device, arch, driver, torch, triton), clock, interpreted, baseline_spread
     measurement: dict = Field(default_factory=dict)
-    # the reporter's prose (tasks/agents/judgment.py), and its sentences dropped for quoting
+    # the reporter's prose (tasks/agents/roles/reporter.py), and its sentences dropped for quoting
     # figures the ranked table does not hold
     prose: str = ""
     prose_dropped: list[str] = Field(default_factory=list)
 
     def judged(self) -> list[CandidateRow]:
         """The candidates the harness gave a verdict on: not the baseline, not its own faults."""
-        return [r for r in self.rows if r.mode != "baseline" and r.status != "HARNESS_ERROR"]
+        return [
+            r for r in self.rows if r.mode != "baseline" and r.status != Status.HARNESS_ERROR.value
+        ]
 
     def noted_claims(self) -> list[tuple[str, ClaimNote]]:
         """(lane key, claim) for every model claim that was ignored or corrected."""

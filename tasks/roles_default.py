@@ -1,7 +1,7 @@
 """Deterministic responders: every role answered without a model.
 
 planner    Discover's plan, from measurements (tasks.discover.discover)
-optimizer  the lane's search in optimize mode (tasks.search.run_search)
+optimizer  the lane's search in optimize mode (tasks.search.lane.run_search)
 author     the same search in author mode
 reviewer   accepts or flags the best candidate from its verdicts and timing spread
 op_benchmarker  the author languages of Discover's plan, as they are
@@ -14,8 +14,8 @@ import os
 from pathlib import Path
 
 from scripts.verdict import Status
-from tasks.agents import RoleRequest
 from tasks.agents.outputs import AuthorPlan, ReportProse
+from tasks.agents.request import RoleRequest
 from tasks.models import CandidateResult, DiscoverPlan
 from tasks.results import Review, SearchOutcome
 
@@ -34,32 +34,32 @@ def plan_from_measurements(request: RoleRequest) -> DiscoverPlan:
     from tasks.discover import discover
 
     i = request.inputs
-    evaluator = i["evaluator"]
+    evaluator = i.evaluator
     return discover(
-        Path(i["task_dir"]),
-        Path(i["workdir"]),
+        Path(i.task_dir),
+        Path(i.workdir),
         evaluator.bind(request.deadline),
-        i.get("backends"),
+        i.backends,
         precompile_fn=evaluator.bind_precompile(request.deadline),
     )
 
 
 def search(request: RoleRequest) -> SearchOutcome:
-    from tasks.search import run_search
+    from tasks.search.lane import run_search
 
     i = request.inputs
-    evaluator = i["evaluator"]
+    evaluator = i.evaluator
     precompile = getattr(evaluator, "bind_precompile", None)
     results = run_search(
-        Path(i["task_dir"]),
-        i["language"],
-        i["mode"],
-        Path(i["workdir"]),
+        Path(i.task_dir),
+        i.language,
+        i.mode,
+        Path(i.workdir),
         evaluator.bind(request.deadline),
-        budget_evals=i["budget"],
-        budget_s=i["budget_s"],
-        strategy=i.get("strategy", "auto"),
-        history_dir=i.get("history_dir"),
+        budget_evals=i.budget,
+        budget_s=i.budget_s,
+        strategy=i.strategy,
+        history_dir=i.history_dir,
         precompile_fn=precompile(request.deadline) if precompile else None,
     )
     return SearchOutcome(candidates=results)
@@ -131,11 +131,11 @@ def review_candidates(candidates: list[CandidateResult]) -> Review:
 
 
 def review(request: RoleRequest) -> Review:
-    return review_candidates(request.inputs["candidates"])
+    return review_candidates(request.inputs.candidates)
 
 
 def author_plan(request: RoleRequest) -> AuthorPlan:
-    plan = request.inputs.get("plan")
+    plan = request.inputs.plan
     entries = plan.plan if plan is not None else []
     authors = [e.language for e in entries if e.mode == "author" and e.language]
     return AuthorPlan(languages=authors, reasons=["Discover's plan"])

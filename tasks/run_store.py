@@ -17,17 +17,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 import threading
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import BaseModel
-
 from scripts import manifest
+from tasks.atomic_json import write_json  # noqa: F401  (the store's writer, named here too)
 from tasks.models import CandidateResult
+from tasks.progress import LaneProgress, RunProgress
 from tasks.results import LaneConfig, LaneResult
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,12 +54,14 @@ def input_key(kernel_path: Path) -> tuple[str, str]:
     directory without a spec (its spec is written in the freeze phase, tasks/agents/freezer.py)
     is named for itself and its sources until then: the run directory is known before."""
     from scripts.untrusted import load_spec  # imports the input in the sandbox
-    from tasks.agents.freezer import needs_spec, sources_key
+    from tasks.input_identity import needs_spec, sources_key
 
     if needs_spec(Path(kernel_path)):
         return Path(kernel_path).resolve().name, sources_key(Path(kernel_path))
     spec, src = load_spec(Path(kernel_path))
     files = manifest.build(src)
+    # Not manifest.cache_key: this names run directories already on disk, and a re-run of the
+    # same input must find its run (and its frozen baseline) again.
     return spec.name, _sha(spec.model_dump_json() + json.dumps(files, sort_keys=True))[:12]
 
 
@@ -92,26 +92,18 @@ def lane_cache_key(config: LaneConfig) -> str:
     from tasks.agents.settings import agent_identity
 
     payload["agent"] = agent_identity()  # a lane the model drove is not the search's, nor skipped
-    return _sha(json.dumps(payload, sort_keys=True))[:24]
+    return manifest.cache_key(payload, 24)
+
+
+def _checked(model, fields: dict) -> dict:
+    """`fields` validated as `model`'s (a name it lacks or a value of the wrong type raises):
+    `model_copy(update=...)` alone would take them unchecked."""
+    checked = model.model_validate(fields)
+    return {name: getattr(checked, name) for name in fields}
 
 
 def now() -> datetime:
-    return datetime.now(timezone.utc)
-
-
-def write_json(path: Path, data) -> None:
-    """Write atomically, so a reader (the live display, a resumed run) never sees half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = (
-        data.model_dump_json(indent=1)
-        if isinstance(data, BaseModel)
-        else json.dumps(data, indent=1, default=str)
-    )
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w") as f:
-        f.write(text + "\n")
-    os.replace(tmp, path)
+    return datetime.now(UTC)
 
 
 def read_json(path: Path) -> dict | None:
@@ -137,16 +129,18 @@ class RunStore:
         return LaneStore(self.root / "lanes" / key)
 
     def set_phase(self, phase: str, reset: bool = False, **fields) -> None:
-        """The run's current phase; `phase_started` keeps when each phase of this attempt
-        began (where a bake-off's time went)."""
-        current = {} if reset else read_json(self.root / "progress.json") or {}
-        stamp = now().isoformat()
-        started = current.get("phase_started") or {}
-        current.update(fields, phase=phase, updated=stamp, phase_started={**started, phase: stamp})
-        write_json(self.root / "progress.json", current)
+        """The run's current phase, and `fields` of RunProgress; `phase_started` keeps when each
+        phase of this attempt began (where a bake-off's time went)."""
+        current = RunProgress() if reset else self.progress()
+        stamp = now()
+        started = {**current.phase_started, phase: stamp}
+        update = {**fields, "phase": phase, "updated": stamp, "phase_started": started}
+        write_json(
+            self.root / "progress.json", current.model_copy(update=_checked(RunProgress, update))
+        )
 
-    def progress(self) -> dict:
-        return read_json(self.root / "progress.json") or {}
+    def progress(self) -> RunProgress:
+        return RunProgress.model_validate(read_json(self.root / "progress.json") or {})
 
 
 class LaneStore:
@@ -211,13 +205,13 @@ class LaneStore:
         self.progress_path.unlink(missing_ok=True)
 
     def progress(self, **fields) -> None:
+        """Set `fields` of the lane's LaneProgress."""
         with self._lock:
-            current = read_json(self.progress_path) or {}
-            current.update(fields, updated=now().isoformat())
-            write_json(self.progress_path, current)
+            update = _checked(LaneProgress, {**fields, "updated": now()})
+            write_json(self.progress_path, self.read_progress().model_copy(update=update))
 
-    def read_progress(self) -> dict:
-        return read_json(self.progress_path) or {}
+    def read_progress(self) -> LaneProgress:
+        return LaneProgress.model_validate(read_json(self.progress_path) or {})
 
     def log(self, line: str) -> None:
         with self._lock:

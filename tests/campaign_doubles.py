@@ -1,6 +1,7 @@
 """Responders for the campaign test: the lane writes down the seed it was given, then has the
 lean RMSNorm of examples/ checked against the campaign's wasteful one (WASTEFUL, four times
-the work), so round 1 finds a variant beyond any noise of a busy CPU; the reviewer accepts the
+the work; the timings of the checks are the test's, tests/controlled_timings.py, so round 1
+finds the lean variant beyond its bar on any load); the reviewer accepts the
 fastest that passed (the test is about seeding, not about a quiet CPU)."""
 
 from __future__ import annotations

@@ -53,12 +53,13 @@ except ImportError:  # pragma: no cover
 
 
 def run_cli(
-    *args: str, cwd: Path | None = None, env: dict | None = None
+    *args: str, cwd: Path | None = None, env: dict | None = None, module: str = "flows.cli"
 ) -> subprocess.CompletedProcess:
-    """Run the real `bakeoff` command line in a subprocess."""
+    """Run the real `bakeoff` command line in a subprocess (`module`: a test's stand-in that
+    runs it, e.g. tests.controlled_timings)."""
     full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     return subprocess.run(
-        [sys.executable, "-m", "flows.cli", *args],
+        [sys.executable, "-m", module, *args],
         cwd=cwd or ROOT,
         env=full_env,
         capture_output=True,
@@ -102,12 +103,15 @@ def prefect_api():
 def campaign_run(prefect_api, tmp_path_factory):
     """A real two-round campaign of a wasteful rmsnorm (one lane a round, the lean kernel of
     examples/ checked by the harness): its directory and the report it returned. Shared by the
-    campaign test and the HTML report test, so CI pays for these bake-offs once."""
+    campaign test and the HTML report test, so CI pays for these bake-offs once. The checks'
+    timings are the test's (tests/controlled_timings.py): the lean kernel beyond its bar,
+    everything else 1.0x, so round 1's best is the lean kernel on any load."""
     import shutil
 
     from flows.campaign import campaign
 
     from .campaign_doubles import CAMPAIGN, WASTEFUL
+    from .controlled_timings import control_checks
 
     problem = tmp_path_factory.mktemp("problem") / "rmsnorm_torch"
     shutil.copytree(EXAMPLES / "rmsnorm_torch", problem)
@@ -115,7 +119,9 @@ def campaign_run(prefect_api, tmp_path_factory):
     root = tmp_path_factory.mktemp("campaign") / "run"
     old = os.environ.get("BAKEOFF_LOCK_DIR")
     os.environ["BAKEOFF_LOCK_DIR"] = str(root.parent / "locks")
+    patch = pytest.MonkeyPatch()
     try:
+        control_checks(patch, wins="^lean$")
         final = campaign(
             str(problem),
             rounds=2,
@@ -126,6 +132,7 @@ def campaign_run(prefect_api, tmp_path_factory):
             agents=CAMPAIGN,
         )
     finally:
+        patch.undo()
         if old is None:
             del os.environ["BAKEOFF_LOCK_DIR"]
         else:

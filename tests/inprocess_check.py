@@ -78,7 +78,7 @@ def make_check(task_dir: Path, samples: int = 3):
                 )
                 continue
             med = statistics.median(times)
-            base = baseline["workloads"][wl.name]["median_ms"]
+            base = baseline.workloads[wl.name].median_ms
             timing = Timing(
                 clock="host",
                 sample_count=samples,

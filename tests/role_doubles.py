@@ -166,10 +166,14 @@ def discover_checks_two_copies(request) -> DiscoverPlan:
 
 
 def waits_for_go_file(request) -> SearchOutcome:
-    """Answers like QUICK once the file named by BAKEOFF_TEST_GO_FILE exists (the test's cue)."""
+    """Answers like QUICK once the file named by BAKEOFF_TEST_GO_FILE exists (the test's cue);
+    raises if the cue has not come within 10 minutes (a test that never gave it)."""
     import time
 
     go = Path(os.environ["BAKEOFF_TEST_GO_FILE"])
+    deadline = time.monotonic() + 600
     while not go.exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{go} did not appear within 600 s")
         time.sleep(0.2)
     return baseline_copies(request)

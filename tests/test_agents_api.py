@@ -125,7 +125,7 @@ def workspace(task: Path, lane_dir: Path) -> Workspace:
         "arch": "cpu",
         "budget": 1,
         "per_round": 1,
-        "baseline_ms": {k: v["median_ms"] for k, v in baseline["workloads"].items()},
+        "baseline_ms": baseline.medians(),
         "incumbent_language": spec.language,
         "reference_hidden": True,
     }

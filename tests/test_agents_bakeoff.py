@@ -14,6 +14,7 @@ import pytest
 
 from tests.agent_env import AGENT_ENV, held_key
 from tests.agent_kernels import rows_kernel, tiny_softmax
+from tests.controlled_timings import control_checks
 from tests.scripted_api import ScriptedAPI, receipt_in, reply, tool
 
 INVENTED = "It runs 42.5x faster than cuBLAS."
@@ -76,11 +77,13 @@ def test_a_bakeoff_plans_authors_curates_once_and_keeps_only_the_tables_figures(
     prefect_api, tmp_path, monkeypatch
 ):
     from flows.bakeoff import bakeoff
-    from tasks.agents.review import measured_win
+    from tasks.agents.experience import measured_win
 
     learned = tmp_path / "learned"
     for k, v in (AGENT_ENV | {"BAKEOFF_AGENT_LEARNED_DIR": str(learned)}).items():
         monkeypatch.setenv(k, v)
+    # both lanes' kernels checked for real, timed by the test: each beats its bar, on any load
+    control_checks(monkeypatch, wins="-rows$")
     softmax = tiny_softmax(tmp_path / "softmax")
     with held_key(), ScriptedAPI([model] * STEPS) as api:
         monkeypatch.setenv("BAKEOFF_AGENT_BASE_URL", api.base_url)
@@ -114,8 +117,8 @@ def test_a_bakeoff_plans_authors_curates_once_and_keeps_only_the_tables_figures(
 
 
 def test_prose_figures_are_checked_against_the_table():
-    from tasks.agents.judgment import checked_prose, figures
     from tasks.agents.outputs import ReportProse
+    from tasks.agents.roles.reporter import checked_prose, figures
 
     table = "| 1 | rows64 | triton | 3.031x | 1.250x | winner |\nbaseline ms: wide 0.4216"
     assert figures(table) == {1.0, 3.031, 1.25, 0.4216}  # rows64 is a name, not a figure
@@ -130,7 +133,8 @@ def test_prose_figures_are_checked_against_the_table():
 
 
 def test_without_a_model_op_benchmarker_and_reporter_leave_things_as_they_were(tmp_path):
-    from tasks.agents.judgment import plan_authors, report_prose
+    from tasks.agents.roles.op_benchmarker import plan_authors
+    from tasks.agents.roles.reporter import report_prose
     from tasks.models import DiscoverPlan, PlanEntry
     from tasks.results import DiscoverOutcome, Report
 

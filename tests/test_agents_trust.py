@@ -158,6 +158,7 @@ def test_the_language_rule_refuses_a_triton_candidate_without_triton(tmp_path):
     refused = ruled(fake)
     assert refused.verdict.status is Status.FLAGGED and refused.verdict.reason == NO_TRITON
     assert refused.verdict.speedup is None
+    (tmp_path / "kernel.py").write_text("import triton\n\n@triton.jit\ndef _rows(x):\n    pass\n")
     assert ruled(passed("real", tmp_path, 1.5, kernels=["_rows"])).verdict.passed
     assert ruled(passed("eager", tmp_path, 1.5, language="torch")).verdict.passed
     base = passed("input", tmp_path, 1.0)
@@ -186,7 +187,7 @@ def test_a_role_cut_at_its_deadline_ends_without_a_traceback(monkeypatch):
     import threading
     from types import SimpleNamespace
 
-    from tasks.agents.wrapper import _in_daemon_thread
+    from tasks.agents.role_task import _in_daemon_thread
 
     release, raised = threading.Event(), []
     monkeypatch.setattr(threading, "excepthook", lambda args: raised.append(args.exc_value))

@@ -9,7 +9,7 @@ import torch
 from scripts.freeze import freeze
 from tasks.discover import discover
 from tasks.models import CandidateResult
-from tasks.search import run_search
+from tasks.search.lane import run_search
 
 pytestmark = [
     pytest.mark.gpu,

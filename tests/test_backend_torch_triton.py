@@ -9,8 +9,9 @@ from scripts import arch
 from scripts.program import import_file
 from scripts.spec import OpSpec, Workload
 from tasks.backends import torch_compile, triton_surface, wrappers
-from tasks.backends.base import BuildContext, baseline_candidate, write_candidate
+from tasks.backends.base import BuildContext, write_candidate
 from tasks.backends.triton_tune import BACKEND as TRITON
+from tasks.backends.wrappers import baseline_candidate
 
 
 def test_compile_candidates_wrap_the_torch_reference(frozen_softmax, tmp_path):

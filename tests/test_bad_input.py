@@ -275,7 +275,7 @@ CASES = {
             "--op",
             "rmsnorm_h256",
         ],
-        ["shadow", "is not a safetensors file", "header length"],
+        ["shadow", "is not a safetensors file", "header too large"],
     ),
 }
 

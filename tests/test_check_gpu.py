@@ -3,9 +3,11 @@
 Run on a CUDA or ROCm machine with `python -m pytest -q -m gpu tests/`; skipped without one.
 """
 
+import json
 import math
 import os
 import shutil
+import statistics
 from functools import partial
 from pathlib import Path
 
@@ -25,6 +27,7 @@ pytestmark = [
 ]
 
 OPTIONS = {"samples": 10, "warmup": 3, "trials": 2}
+JOIN_MS = 0.004  # what joining a side stream costs the honest version (see below)
 # Large enough that work hidden on a side stream shows on the wall clock (~0.3 ms in torch ops).
 GPU_WORKLOADS = """
 [[workloads]]
@@ -37,13 +40,18 @@ dims = { T = 64, H = 256 }
 """
 
 
-@pytest.fixture(scope="module")
-def gpu_task(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("gpu")
+def frozen_rmsnorm(tmp_path_factory, name: str, workloads: str) -> Path:
+    """The corpus's RMSNorm op with `workloads` in place of its own, frozen."""
+    root = tmp_path_factory.mktemp(name)
     op = Path(shutil.copytree(ROOT / "tests/corpus/rmsnorm_op", root / "op"))
     toml = (op / "op.toml").read_text()
-    (op / "op.toml").write_text(toml[: toml.index("[[workloads]]")] + GPU_WORKLOADS)
+    (op / "op.toml").write_text(toml[: toml.index("[[workloads]]")] + workloads)
     return freeze(op, root / "task", measure=partial(measure_baseline, **OPTIONS))
+
+
+@pytest.fixture(scope="module")
+def gpu_task(tmp_path_factory) -> Path:
+    return frozen_rmsnorm(tmp_path_factory, "gpu", GPU_WORKLOADS)
 
 
 @pytest.fixture
@@ -91,8 +99,77 @@ def test_unjoined_side_stream_gains_nothing(task, case):
     for h, j in zip(hidden.workloads, joined.workloads):
         if h.timing is None:  # a correctness-only size (scripts/sizes.py): nothing timed
             continue
-        # Same work, one stream hidden: timed no faster than the honest version, within noise.
-        assert h.timing.median_ms >= 0.9 * j.timing.median_ms, (describe(hidden), describe(joined))
+        # Same work, one stream hidden: timed no faster than the honest version, within noise
+        # and the join's own cost (an event recorded and waited on across streams: on the H200
+        # the 16 us workload read 0.0167 ms hidden, overhang charged, against 0.0192 joined).
+        floor = 0.9 * j.timing.median_ms - JOIN_MS
+        assert h.timing.median_ms >= floor, (describe(hidden), describe(joined))
+
+
+# 16 MiB of input: inside the H100/H200's persisting-L2 carve-out, many times a call's work.
+L2_WORKLOAD = """
+[[workloads]]
+name = "mid"
+dims = { T = 1024, H = 4096 }
+"""
+
+
+@pytest.fixture(scope="module")
+def l2_task(tmp_path_factory) -> Path:
+    return frozen_rmsnorm(tmp_path_factory, "l2", L2_WORKLOAD)
+
+
+def unreset_l2_gain(samples: int = 30) -> float:
+    """What the persisting window buys where nothing resets it: the same code with and without
+    it, each sample after a 256 MiB flush (the control for the test below)."""
+    import runpy
+
+    pin = runpy.run_path(str(ROOT / "tests/corpus/gpu/l2_persist.py"))["pin"]
+
+    x = torch.randn(1024, 4096, device="cuda")
+    w = torch.rand(4096, device="cuda")
+    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+
+    def plain(x, w):
+        return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + 1e-6) * w
+
+    def median_ms(fn) -> float:
+        times = []
+        for i in range(samples + 3):
+            flush.fill_(i & 0xFF)
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn(x, w)
+            end.record()
+            torch.cuda.synchronize()
+            times.append(start.elapsed_time(end))
+        return statistics.median(times[3:])
+
+    stream = torch.cuda.Stream()  # the window stays on this stream, not on the test's own
+    with torch.cuda.stream(stream):
+        unpinned = median_ms(plain)
+        pin(x)  # once, as the candidate does per input buffer
+        return unpinned / median_ms(plain)
+
+
+def test_l2_persistence_gains_nothing(l2_task):
+    pinned = check(l2_task, ROOT / "tests/corpus/gpu/l2_persist.py", **OPTIONS)
+    keep_verdict("l2_persist", pinned)
+    if pinned.status is Status.RUNTIME_ERROR:
+        pytest.skip(f"the device refused the window: {pinned.reason}")
+    honest = check(l2_task, ROOT / "tests/corpus/rmsnorm_op/kernel.py", **OPTIONS)
+    assert pinned.status is Status.PASSED and honest.status is Status.PASSED, describe(pinned)
+    gain = unreset_l2_gain()
+    where = os.environ.get("BAKEOFF_GPU_VERDICTS")
+    figures = {
+        "pinned_ms": pinned.workloads[0].timing.median_ms,
+        "honest_ms": honest.workloads[0].timing.median_ms,
+        "gain_without_reset": gain,
+    }
+    if where:
+        (Path(where) / "l2_control.txt").write_text(json.dumps(figures))
+    # The window bought `gain` in a plain flush loop; through the harness, nothing (within noise).
+    assert figures["pinned_ms"] >= 0.95 * figures["honest_ms"], (figures, describe(pinned))
 
 
 @pytest.mark.parametrize("path", corpus("honest"), ids=lambda p: p.stem)

@@ -204,7 +204,7 @@ def test_frozen_task_needs_nothing_outside_itself(trace_set, tmp_path):
     assert first == json.loads((again / manifest.MANIFEST).read_text())["oracle_sha256"]
     shutil.rmtree(trace_set)
     spec, src, baseline = load_task(task)
-    assert {w["status"] for w in baseline["workloads"].values()} == {"PASSED"}
+    assert {w.status.value for w in baseline.workloads.values()} == {"PASSED"}
     fmt = module_for(spec.format)
     base = fmt.load_callable(spec, src, spec.entry, "cpu")
     ref = fmt.load_callable(spec, src, spec.reference, "cpu")
@@ -236,7 +236,7 @@ def test_freeze_command_warns_when_it_falls_back_to_another_author(trace_set, tm
 
 def _load_weight_from_file(trace_set, key="weight", shape=(256,)):
     """Point rmsnorm's first workload's weight at a safetensors file inside the trace set."""
-    from scripts.formats.tensorfile import write_tensors
+    from scripts.formats.blobs import write_tensors
 
     weight = torch.linspace(0.5, 1.5, shape[0]).to(torch.bfloat16).reshape(shape)
     (trace_set / "tensors").mkdir()
@@ -287,7 +287,7 @@ def test_safetensors_input_that_does_not_fit_is_refused(trace_set, key, shape, m
     ],
 )
 def test_tensor_files_round_trip(tmp_path, tensor):
-    from scripts.formats.tensorfile import describe, read_tensor, write_tensors
+    from scripts.formats.blobs import describe, read_tensor, write_tensors
 
     path = tmp_path / "t.safetensors"
     write_tensors(path, {"a": torch.ones(2), "t": tensor})

@@ -2,6 +2,7 @@
 async and sync responders alike, retries for faults, and unknown responders refused."""
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -33,8 +34,9 @@ def ask_reviewer(tmp_path, responder, **options):
 
 def test_every_role_has_a_prompt_and_a_deterministic_responder():
     for role, spec in ROLES.items():
-        assert (spec.responder.split(":")[0]) == "tasks.roles_default"
-        check_agents({role: spec.responder})
+        assert spec.responder.__module__ == "tasks.roles_default"
+        check_agents({role: f"tasks.roles_default:{spec.responder.__name__}"})
+        assert (Path(__file__).parents[1] / "roles" / f"{spec.prompt}.md").is_file()
     text = render_prompt("reviewer", REVIEW_CONTEXT)
     assert "lane t" in text and "(none)" in text
 

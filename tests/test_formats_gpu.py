@@ -74,5 +74,5 @@ def test_kernelbench_candidate_on_device(name):
 def test_every_format_freezes_on_device(tmp_path, path, options):
     task = freeze(path, tmp_path / "task", **options)
     spec, _, baseline = load_task(task)
-    assert baseline["device"] == "cuda"
-    assert {w["status"] for w in baseline["workloads"].values()} == {"PASSED"}
+    assert baseline.device == "cuda"
+    assert {w.status.value for w in baseline.workloads.values()} == {"PASSED"}

@@ -70,3 +70,15 @@ def test_a_freeze_this_process_made_is_not_redone_for_the_same_input(tmp_path, m
     with pytest.raises(BadInput, match="holds something else"):
         freezing.freeze_isolated(src, out)
     assert redone
+
+
+def test_bad_input_in_the_freeze_process_comes_back_as_bad_input(tmp_path):
+    """tasks/freezing.py runs the harness's entry point (`python -m scripts.freeze`) in a process
+    of its own; what it refuses there is BadInput here, with its words."""
+    from tasks import freezing
+
+    out = tmp_path / "task"
+    out.mkdir()
+    (out / "stray").write_text("not a task")
+    with pytest.raises(BadInput, match="holds something else"):
+        freezing.freeze_isolated(EXAMPLES / "rmsnorm_torch", out)

@@ -48,4 +48,4 @@ def test_gemm_example_freezes_and_verifies(tmp_path):
     task = freeze(GEMM, tmp_path / "gemm")
     spec, src, baseline = load_task(task)
     assert spec.name == "gemm_bias_gelu" and (src / "kernel.py").is_file()
-    assert {w["status"] for w in baseline["workloads"].values()} == {"PASSED"}
+    assert {w.status.value for w in baseline.workloads.values()} == {"PASSED"}

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import time
+from datetime import UTC
 
 import pytest
 
@@ -94,7 +95,7 @@ def test_concurrent_writers_on_postgresql(postgres):  # noqa: F811
 
 def test_a_store_made_before_a_column_was_added_gets_it(tmp_path, monkeypatch):
     import sqlite3
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from tasks.store import schema
 
@@ -108,7 +109,7 @@ def test_a_store_made_before_a_column_was_added_gets_it(tmp_path, monkeypatch):
         )  # fmt: skip
         return history.RunOut(
             id=rid, kernel="old", kind="bakeoff", mode="optimize", kernel_path="k", run_dir=rid,
-            task_dir="t", oracle_sha256="o", recorded_at=datetime.now(timezone.utc), host="h",
+            task_dir="t", oracle_sha256="o", recorded_at=datetime.now(UTC), host="h",
             device="cpu", arch="cpu", code_version="v", winner="c", candidates=[cand],
         )  # fmt: skip
 

@@ -124,7 +124,7 @@ def test_freeze_and_verify(tmp_path):
     spec, src, baseline = load_task(task)
     assert spec.format == "kernelbench"
     assert sorted(p.name for p in src.iterdir()) == ["conv2d_relu_bias.py"]
-    assert baseline["workloads"]["default"]["status"] == "PASSED"
+    assert baseline.workloads["default"].status.value == "PASSED"
     again = freeze(KB / "conv2d_relu_bias.py", tmp_path / "conv")
     assert again == task  # the same input frozen again is recognised, not refused
 

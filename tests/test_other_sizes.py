@@ -91,9 +91,10 @@ def test_freeze_keeps_the_sizes_the_reference_accepts_and_records_the_one_it_ref
     odd = probed["default@batch_size=7"]
     assert not odd.checked and "the reference raised RuntimeError" in odd.reason
     # The baseline is timed at the listed size only; the others are checked and not timed.
-    assert list(baseline["workloads"]) == ["default"]
-    assert set(baseline["checked_only"]) == {"default@batch_size=4", "default@batch_size=16"}
-    assert "median_ms" not in baseline["checked_only"]["default@batch_size=4"]
+    assert list(baseline.workloads) == ["default"]
+    assert set(baseline.checked_only) == {"default@batch_size=4", "default@batch_size=16"}
+    on_disk = json.loads((pairs_task / "baseline.json").read_text())
+    assert "median_ms" not in on_disk["checked_only"]["default@batch_size=4"]
     assert "default@batch_size=7 (the reference raised" in sizes.describe(spec)
     # Frozen again from the same input: recognised, though the frozen spec has more workloads.
     assert freeze(pairs_task.parent / "pairs.py", pairs_task) == pairs_task
@@ -278,7 +279,7 @@ def test_native_specs_vary_the_first_dimension_of_the_first_workload(frozen_rmsn
         ("tokens_256@T=512", {"T": 512, "H": 1024}),
         ("tokens_256@T=255", {"T": 255, "H": 1024}),
     ]
-    assert set(baseline["workloads"]) == {"tokens_256", "tokens_1k"}
+    assert set(baseline.workloads) == {"tokens_256", "tokens_1k"}
 
 
 # An op directory whose kernel drops the last row of an odd count; its reference does not.
@@ -325,7 +326,7 @@ def test_a_size_the_frozen_baseline_itself_fails_is_dropped_with_its_reason(tmp_
     assert [w.name for w in spec.workloads] == ["m16", "m16@M=8", "m16@M=32"]
     odd = next(p for p in spec.sizes_probed if p.workload == "m16@M=15")
     assert not odd.checked and odd.reason.startswith("the frozen baseline fails there: trial 1")
-    assert set(baseline["checked_only"]) == {"m16@M=8", "m16@M=32"}
+    assert set(baseline.checked_only) == {"m16@M=8", "m16@M=32"}
 
 
 def test_a_checked_only_workload_passes_without_timing_and_no_other_does():

@@ -1,22 +1,32 @@
 """The nightly regression compares: a recorded winner re-timed unchanged passes, the same
 winner deliberately slowed is a regression and the flow run ends Failed (only then); and the
-noise-aware rule on its own."""
+noise-aware rule on its own.
+
+The nightly's checks run for real, with timings the test sets (tests/controlled_timings.py):
+the recorded winner and the frozen baseline at the frozen figures, the slowed winner at four
+times them, so "unchanged passes" does not depend on how busy this machine is between the
+recording and the re-timing."""
 
 import shutil
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
-from scripts.check import check
 from scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
 from tasks.store import history
 from tasks.store.trend import compare
 
 from .conftest import EXAMPLES
 
-# 400 passes over x: about 12 ms more per call on a 2-core CPU, where one check's spread
-# reaches 1-2 ms (40 passes, ~2 ms more, stayed within both spreads on a busy CI machine)
+# 400 passes over x: far more work for the same answer (its timings are set by the test:
+# slowed_fourfold)
 SLOW = "    for _ in range(400):\n        x = x + 0.0\n"
+
+
+def slowed_fourfold(task_dir, path) -> float:
+    """The speedup a check of `path` is given: 0.25 for the kernel with SLOW in it, else 1.0."""
+    kernel = path / "kernel.py" if path.is_dir() else path
+    return 0.25 if SLOW in kernel.read_text() else 1.0
 
 
 def timing(median, spread):
@@ -119,14 +129,18 @@ def test_nightly_detects_a_slowed_winner_and_passes_an_unchanged_one(
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
     from prefect.client.schemas.sorting import ArtifactSort
 
+    import scripts.check
     from flows.regression import regression
 
+    from .controlled_timings import control_checks
+
     monkeypatch.setenv("BAKEOFF_LOCK_DIR", str(tmp_path / "locks"))
+    control_checks(monkeypatch, slowed_fourfold)
     winner = tmp_path / "winner"
     shutil.copytree(frozen_rmsnorm / "baseline_src", winner)
     for p in [winner, *winner.rglob("*")]:
         p.chmod(0o755 if p.is_dir() else 0o644)
-    v = check(frozen_rmsnorm, winner, samples=10)
+    v = scripts.check.check(frozen_rmsnorm, winner, samples=10)
     assert v.passed, v.reason
     url = f"sqlite:///{tmp_path / 'history.sqlite'}"
     base = history.baseline_candidate(frozen_rmsnorm)
@@ -151,7 +165,7 @@ def test_nightly_detects_a_slowed_winner_and_passes_an_unchanged_one(
         run_dir=str(tmp_path / "run"),
         task_dir=str(frozen_rmsnorm),
         oracle_sha256="o",
-        recorded_at=datetime.now(timezone.utc),
+        recorded_at=datetime.now(UTC),
         host="h",
         device="cpu",
         arch="cpu",

@@ -39,6 +39,11 @@ PROGRAM = textwrap.dedent(
 def run(kind: str, tmp_path) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
     env.update(PREFECT_HOME=str(tmp_path / "prefect"), PREFECT_SERVER_ANALYTICS_ENABLED="false")
+    # the suite's deadline for the server's start (tests/conftest.py), not Prefect's 20 s: under
+    # load the start took longer, failed quietly (left to the flow's own start) and the health
+    # request was refused
+    timeout = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
+    env[timeout] = os.environ.get(timeout, "120")
     done = subprocess.run(
         [sys.executable, "-c", PROGRAM, kind],
         cwd=ROOT,
@@ -56,7 +61,8 @@ def test_on_a_gpu_host_the_server_is_up_when_the_freeze_ends(tmp_path):
     out = run("cuda", tmp_path)
     assert "health 200" in out and "same True" in out and "started 1" in out
     returned = float(out.split("returned_s ")[1].split()[0])
-    assert returned < 1.0  # the caller went on to freeze at once
+    # the caller went on to freeze at once: a thread's start, far from the server's 20 s and more
+    assert returned < 5.0
 
 
 def test_on_a_cpu_host_nothing_starts_early(tmp_path):
@@ -99,6 +105,11 @@ def test_the_flows_checks_fork_from_the_server_warmed_beside_the_freeze(tmp_path
     (the freeze's own, in the freeze's process, is not counted)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
     env.update(PREFECT_HOME=str(tmp_path / "prefect"), PREFECT_SERVER_ANALYTICS_ENABLED="false")
+    # the suite's deadline for the server's start (tests/conftest.py), not Prefect's 20 s: under
+    # load the start took longer, failed quietly (left to the flow's own start) and the health
+    # request was refused
+    timeout = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
+    env[timeout] = os.environ.get(timeout, "120")
     env.update(BAKEOFF_LOCK_DIR=str(tmp_path / "locks"), BAKEOFF_CPU_SLOTS="2")
     kernel = ROOT / "examples" / "rmsnorm_torch"
     done = subprocess.run(

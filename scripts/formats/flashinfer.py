@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 
 from scripts.errors import BadInput
-from scripts.formats import tensorfile, traceset
+from scripts.formats import blobs, traceset
 from scripts.formats.staging import scratch_dir, write_file
 from scripts.program import drawn, generate, generator, resolve_entry, shape_of
 from scripts.spec import DTYPES, InputSpec, OpKind, OpSpec, Workload
@@ -228,7 +228,7 @@ def _workload(definition, inputs: list[InputSpec], scalars: list[str], where: st
 
 
 def _check_tensor_file(inp: InputSpec, shape: list[int], path: Path, key: str, where: str):
-    found_shape, found_dtype = tensorfile.describe(path, key, where)
+    found_shape, found_dtype = blobs.describe(path, key, where)
     if found_shape != shape or found_dtype != getattr(torch, inp.dtype):
         raise BadInput(
             where,
@@ -298,7 +298,7 @@ def make_inputs(spec: OpSpec, src_dir: Path, workload, seed: int, device: str) -
             values.append(source["value"])
         elif source["type"] == "safetensors":
             path = Path(src_dir) / source["path"]
-            values.append(tensorfile.read_tensor(path, source["tensor_key"], str(path)).to(device))
+            values.append(blobs.read_tensor(path, source["tensor_key"], str(path)).to(device))
         else:
             shape = shape_of(inp, workload.dims, f"workload {workload.name!r}")
             values.append(generate(drawn(inp, workload), shape, gen, device))

@@ -25,7 +25,7 @@ from scripts.errors import BadInput
 from scripts.formats.staging import scratch_dir
 from scripts.program import import_file, top_level_names
 from scripts.safe_paths import safe_name
-from scripts.sizes import Variant, targets
+from scripts.size_variants import Variant, targets
 from scripts.spec import DTYPES, InputSpec, OpKind, OpSpec, Workload
 
 REQUIRED = ("Model", "get_inputs", "get_init_inputs")
@@ -157,8 +157,9 @@ def make_inputs(spec: OpSpec, src_dir: Path, workload, seed: int, device: str) -
     module = _import_problem(_problem_file(spec, src_dir), f"{spec.name}: get_inputs")
     torch.manual_seed(int(seed))
     # Made on the device: `torch.randn(4096, 8192)` on the host takes the CPU ~0.1 s a tensor,
-    # and a GPU left idle that long between timed samples lets its clocks fall (an idle H200
-    # runs at 345 MHz): the suspected cause of large problems timed slower than they run.
+    # and a GPU left idle that long between timed samples lets its clocks fall (an idle H200's
+    # are several times slower: docs/studies/h200_figures.md): the suspected cause of large
+    # problems timed slower than they run.
     with torch.device(device):
         inputs = _resized_inputs(module, workload.extra.get("resize"))
     return [v.to(device) if isinstance(v, torch.Tensor) else v for v in inputs]

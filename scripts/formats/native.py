@@ -26,15 +26,15 @@ float32 = 2e-5
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
-import tomllib
 from pydantic import ValidationError
 
 from scripts.errors import BadInput
 from scripts.program import check_entry, native_inputs, resolve_entry, shape_of
 from scripts.safe_paths import refuse_links
-from scripts.sizes import Variant, targets
+from scripts.size_variants import Variant, targets
 from scripts.spec import OpSpec, Workload
 
 SPEC_FILE = "op.toml"
@@ -106,7 +106,8 @@ def other_sizes(spec: OpSpec, src_dir: Path) -> list[Variant]:
         dims = {**first.dims, dim: n}
         if dims in listed:
             continue
-        wl = Workload(name=f"{first.name}@{dim}={n}", dims=dims, timed=False)
+        # drawn as the workload it varies: a reference that accepts only those draws is right
+        wl = Workload(name=f"{first.name}@{dim}={n}", dims=dims, draws=first.draws, timed=False)
         size = _input_bytes(spec, dims)
         variants.append(Variant(workload=wl, input_bytes=size, larger=n > first.dims[dim]))
     return variants

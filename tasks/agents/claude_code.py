@@ -35,7 +35,7 @@ from pathlib import Path
 import httpx
 from pydantic import BaseModel, ValidationError
 
-from tasks.agents.messages import RoleError
+from tasks.agents.drivers import RoleError
 from tasks.agents.settings import AgentSettings, take_key
 from tasks.agents.transcript import BudgetSpent, Transcript
 from tasks.agents.workspace import READ_ONLY_TOP
@@ -45,7 +45,8 @@ FORWARD = Path(__file__).resolve().parents[2] / "scripts" / "unix_forward.py"
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
 DROPPED = {"host", "content-length", "x-api-key", "authorization", "accept-encoding", "connection"}
 ALLOWED = ["Read", "Write", "Edit", "Glob", "Grep", "Bash(python3 bin/check:*)"]
-ALLOWED += ["Bash(python3 bin/submit:*)"]
+ALLOWED += ["Bash(python3 bin/submit:*)", "Bash(python3 bin/quick_check:*)"]
+ALLOWED += ["Bash(python3 bin/profile:*)"]
 
 CLIENT = '''#!/usr/bin/env python3
 """{doc}"""
@@ -70,6 +71,19 @@ if len(sys.argv) != 5:
     sys.exit("usage: python3 bin/check PATH NAME CHANGED EXPECTED")
 keys = ("path", "name", "changed", "expected")
 sys.exit(main("/bakeoff/tool", {"name": "check", "arguments": dict(zip(keys, sys.argv[1:]))}))
+"""
+QUICK = CLIENT.format(doc="bin/quick_check PATH: correctness only, small sizes, untimed.")
+QUICK += """
+if len(sys.argv) != 2:
+    sys.exit("usage: python3 bin/quick_check PATH")
+sys.exit(main("/bakeoff/tool", {"name": "quick_check", "arguments": {"path": sys.argv[1]}}))
+"""
+PROFILE = CLIENT.format(doc="bin/profile PATH WORKLOAD: a profile digest of a candidate.")
+PROFILE += """
+if len(sys.argv) != 3:
+    sys.exit("usage: python3 bin/profile PATH WORKLOAD")
+arguments = {"path": sys.argv[1], "workload": sys.argv[2]}
+sys.exit(main("/bakeoff/tool", {"name": "profile", "arguments": arguments}))
 """
 SUBMIT = CLIENT.format(doc="bin/submit JSON|@FILE: finish the role call with its answer.")
 SUBMIT += """
@@ -265,7 +279,8 @@ class Bridge:
 def write_commands(root: Path) -> None:
     bin_dir = Path(root) / "bin"
     bin_dir.mkdir(exist_ok=True)
-    for name, text in (("check", CHECK), ("submit", SUBMIT)):
+    scripts = (("check", CHECK), ("submit", SUBMIT), ("quick_check", QUICK), ("profile", PROFILE))
+    for name, text in scripts:
         (bin_dir / name).write_text(text)
         (bin_dir / name).chmod(0o555)
 
@@ -327,6 +342,8 @@ def converse(
     write_commands(ws.root)
     guide = (
         f"\n\nCheck a candidate with: python3 bin/check PATH NAME CHANGED EXPECTED\n"
+        f"Try a draft (correctness only, untimed): python3 bin/quick_check PATH\n"
+        f"Profile a candidate: python3 bin/profile PATH WORKLOAD\n"
         f"Finish with: python3 bin/submit JSON (or @FILE), the JSON matching this schema:\n"
         f"{json.dumps(output.model_json_schema())}"
     )

@@ -15,14 +15,13 @@ staged copy that Freeze read.
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel
-
 from scripts.errors import BadInput
+from scripts.op_toml import spec_toml
+from tasks.input_identity import SpecSource, needs_spec, no_spec_here, sources_key
 
 if TYPE_CHECKING:  # the agent runtime loads only when a spec is written
     from tasks.agents.outputs import SpecDraft
@@ -30,34 +29,6 @@ if TYPE_CHECKING:  # the agent runtime loads only when a spec is written
     from tasks.agents.tools import LaneTools
 
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".git")
-RECORD = "op_spec.json"  # in a run directory: where its input's spec came from
-
-
-def _toml_value(value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value)  # a JSON string is a TOML basic string
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }"
-    raise TypeError(f"cannot write {type(value).__name__} as TOML")
-
-
-def spec_toml(draft: SpecDraft) -> str:
-    data = draft.model_dump(mode="json", exclude_none=True)
-    lines = [f"{k} = {_toml_value(data[k])}" for k in ("name", "kind", "language", "entry")]
-    lines += [f"{k} = {_toml_value(data[k])}" for k in ("reference", "flops") if k in data]
-    for table in ("inputs", "workloads"):
-        for row in data[table]:
-            lines += ["", f"[[{table}]]"]
-            lines += [f"{k} = {_toml_value(v)}" for k, v in row.items() if v not in ({}, None)]
-    if data.get("tolerance"):
-        lines += ["", "[tolerance]"] + [f"{k} = {v!r}" for k, v in data["tolerance"].items()]
-    return "\n".join(lines) + "\n"
 
 
 class _SourcesOnly:
@@ -77,12 +48,12 @@ def write_spec(
 ) -> Path:
     """Ask oracle_freezer for the spec of `kernel_dir`; return `out` (sources + op.toml)."""
     from scripts.untrusted import load_spec  # the draft imports the user's kernel: boxed
-    from tasks.agents.loop import SYSTEM, drive
+    from tasks.agents.conversation import talk
     from tasks.agents.outputs import SpecDraft
+    from tasks.agents.prompts import render_prompt
     from tasks.agents.settings import AgentSettings
     from tasks.agents.tools import LaneTools
     from tasks.agents.transcript import Ledger
-    from tasks.agents.wrapper import render_prompt
 
     settings = settings or AgentSettings.from_env()
     kernel_dir, out, work = Path(kernel_dir), Path(out), Path(work)
@@ -111,21 +82,15 @@ def write_spec(
             raise ValueError(f"the spec loader refused it: {exc}") from None
 
     ledger = Ledger(work / "transcripts", settings)
-    transcript = ledger.open("oracle_freezer")
-    try:
-        drive(
-            settings,
-            transcript=transcript,
-            system=SYSTEM,
-            prompt=render_prompt("oracle_freezer", {}),
-            tools=_NoWrite(tools),
-            output=SpecDraft,
-            accept=loads,
-        )
-    except Exception as exc:
-        transcript.close(f"failed: {exc}")
-        raise
-    transcript.close("answered")
+    talk(
+        settings,
+        ledger,
+        "oracle_freezer",
+        prompt=render_prompt("oracle_freezer", {}),
+        tools=_NoWrite(tools),
+        output=SpecDraft,
+        accept=loads,
+    )
     if out.exists():
         shutil.rmtree(out)
     shutil.copytree(staged, out)
@@ -146,40 +111,6 @@ class _NoWrite:
 
 
 # --- Freeze's hook: every entry point on a directory without a spec
-
-
-def needs_spec(path: Path) -> bool:
-    """A directory that no input format reads (no op.toml, not a KernelBench .py, not a trace
-    set): the case where oracle_freezer writes the spec."""
-    from scripts.formats import detect_format
-
-    path = Path(path)
-    if not path.is_dir():
-        return False
-    try:
-        detect_format(path)
-    except BadInput:
-        return True
-    return False
-
-
-def no_spec_here(path: Path) -> BadInput:
-    return BadInput(
-        str(path),
-        "no op spec here (no op.toml, not a KernelBench problem, not a trace set): write "
-        "op.toml, or set ANTHROPIC_API_KEY to have the oracle_freezer role write one",
-    )
-
-
-def sources_key(kernel_dir: Path) -> str:
-    """A short hash of a directory's files: names its staged copy, and the run directory of an
-    input that has no spec yet (tasks/run_store.py), before the model has written one."""
-    import hashlib
-
-    from scripts import manifest
-
-    files = manifest.build(Path(kernel_dir))
-    return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:12]
 
 
 def staging_for(kernel_dir: Path, root: Path) -> Path:
@@ -210,35 +141,6 @@ def spec_for(kernel_path: Path, root: Path) -> tuple[Path, str]:
     )
 
 
-class SpecSource(BaseModel):
-    """What Freeze read for an input, as a run records it (`RUN_DIR/op_spec.json`)."""
-
-    input: str  # the kernel path as given: the original, which a winner is applied to
-    frozen_from: str  # the input itself, or the staged copy holding the op.toml the model wrote
-    said: str = ""  # the line spec_for returned ("" when the input has a spec of its own)
-
-    @property
-    def written(self) -> bool:
-        return Path(self.frozen_from) != Path(self.input)
-
-
 def source_for(kernel_path: str, root: str) -> SpecSource:
     path, said = spec_for(Path(kernel_path), Path(root))
     return SpecSource(input=str(kernel_path), frozen_from=str(path), said=said)
-
-
-def record_in(run_dir: Path, source: SpecSource) -> str:
-    """Keep a written spec in the run directory (`op.toml`, `op_spec.json`); the line to say."""
-    from tasks.run_store import write_json
-
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(Path(source.frozen_from) / "op.toml", run_dir / "op.toml")
-    write_json(run_dir / RECORD, source)
-    return f"{source.said}; kept as {run_dir / 'op.toml'}"
-
-
-def recorded(run_dir: Path) -> SpecSource | None:
-    """The run's record of a spec oracle_freezer wrote for its input (None: the input had one)."""
-    path = Path(run_dir) / RECORD
-    return SpecSource.model_validate_json(path.read_text()) if path.is_file() else None

@@ -75,8 +75,10 @@ def write_card(
     ratios: dict[str, float | None],
     overall: float,
     source: Path,
+    memory: dict | None = None,
 ) -> Path:
-    """Add one learned card and archive the variant; never overwrite what is there."""
+    """Add one learned card and archive the variant; never overwrite what is there. `memory`:
+    the lane's memory across rounds (tasks/agents/memory.py), kept in the archive entry."""
     learned = Path(learned)
     learned.mkdir(parents=True, exist_ok=True)
     path = learned / f"{op}-{language}-{arch}-{receipt}.md"
@@ -114,5 +116,7 @@ def write_card(
         for p in [archived, *archived.rglob("*")]:
             p.chmod(0o755 if p.is_dir() else 0o644)
         lessons = card.model_dump() | {"ratios": ratios, "overall": overall, "language": language}
+        if memory:  # each round's lessons and next ideas, and the dead ends, as the lane kept them
+            lessons["lane_memory"] = {k: memory.get(k) for k in ("rounds", "dead_ends")}
         (archived / "LESSONS.json").write_text(json.dumps(lessons, indent=1) + "\n")
     return path

@@ -1,48 +1,43 @@
 """The model-driven lane loop: the responder of the author and optimizer roles when a model is set.
 
-Each round is one conversation (kernel_author first in author mode, kernel_optimizer after and in
-optimize mode): the model writes candidates in the workspace and has each checked by the harness
-through the lane's check function, up to `per_round` per round within the lane's budget, then
-submits a RoundAnswer. The flow keeps the best candidate by the verdicts on disk (never by the
-answer), and stops when the check budget, the token/dollar/time budget or the role's deadline is
-spent, or after `patience` rounds without a better verdict. A claim in an answer counts only with
-a receipt that matches a verdict (`Workspace.verify`); others are recorded as ignored.
+Each round runs N conversations at once (`AgentSettings.parallel`, else from the budget:
+tasks/agents/explore.py), kernel_author first in author mode, kernel_optimizer after and in
+optimize mode, each from the same starting point with its own directive from the best's profile
+digest and its own share of the round's checks. They write candidates in the workspace, try
+drafts with the quick check, have candidates checked by the harness through the lane's check
+function, then submit a RoundAnswer. The round keeps the best candidate by the record (never by
+an answer); the next round starts from it, with the lessons, next ideas and dead ends of the
+earlier ones (tasks/agents/memory.py). The lane stops when the check budget, the
+token/dollar/time budget or the role's deadline is spent, after `patience` rounds without a
+better verdict, or (author mode, when asked) at the first correct candidate. A claim in an
+answer counts only with a receipt that matches a verdict (`Workspace.verify`); others are
+recorded as ignored.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 from scripts import manifest as manifest_mod
 from scripts.freeze import load_task
+from tasks.agents.conversation import talk
+from tasks.agents.drivers import RoleError
+from tasks.agents.explore import default_width, run_round, shares
 from tasks.agents.knowledge import cards_for, learned_dir, starts_for
-from tasks.agents.messages import RoleError
+from tasks.agents.memory import LaneMemory, directives
 from tasks.agents.outputs import RoundAnswer
+from tasks.agents.prompts import render_prompt
+from tasks.agents.quick import QuickChecks
 from tasks.agents.settings import AgentSettings
 from tasks.agents.tools import LaneTools
-from tasks.agents.transcript import BudgetSpent, Ledger
+from tasks.agents.transcript import Ledger
 from tasks.agents.workspace import Workspace
 from tasks.results import ClaimNote, SearchOutcome
 from tasks.run_store import write_json
-
-SYSTEM = (
-    "You are a role agent of kernel-bakeoff, a system that makes GPU kernels faster and only "
-    "believes numbers its harness measured. Work only through the tools you are given, only "
-    "inside the lane workspace. Never time anything yourself and never report a number the "
-    "harness did not give you: cite the receipt of every candidate you name. Finish every role "
-    "call by calling `submit` with an answer that matches its schema."
-)
-
-
-def drive(settings: AgentSettings, **conversation):
-    """One role conversation through the configured driver."""
-    if settings.driver == "claude-code":
-        from tasks.agents.claude_code import converse
-    else:
-        from tasks.agents.messages import converse
-    return converse(settings=settings, **conversation)
 
 
 def lane_dir_of(request) -> Path:
@@ -56,32 +51,32 @@ def arch_of(task_dir: Path) -> str:
 
 def make_workspace(request, settings: AgentSettings) -> Workspace:
     i = request.inputs
-    task_dir = Path(i["task_dir"])
+    task_dir = Path(i.task_dir)
     spec, _, baseline = load_task(task_dir)
     manifest = {"oracle_sha256": manifest_mod.verify(task_dir)}  # re-derived, not read
     arch = arch_of(task_dir)
     learned = learned_dir(settings.learned_dir)
     sheet = {
         "spec": spec,
-        "mode": i["mode"],
-        "language": i["language"],
+        "mode": i.mode,
+        "language": i.language,
         "arch": arch,
-        "budget": i["budget"],
+        "budget": i.budget,
         "per_round": settings.per_round,
-        "baseline_ms": {k: v["median_ms"] for k, v in baseline["workloads"].items()},
+        "baseline_ms": baseline.medians(),
         "incumbent_language": spec.language,
         "reference_hidden": bool(Workspace.reference_of(spec)),
     }
     return Workspace.create(
-        Path(i["workdir"]),
+        Path(i.workdir),
         lane_dir_of(request),
         task_dir,
         spec=spec,
         oracle=manifest["oracle_sha256"],
         sheet=sheet,
-        cards=cards_for(i["language"], arch, learned, spec.name),
+        cards=cards_for(i.language, arch, learned, spec.name),
         starts=starts_for(spec.name, learned),
-        mode=i["mode"],
+        mode=i.mode,
     )
 
 
@@ -117,16 +112,32 @@ def judge_claim(ws: Workspace, answer: RoundAnswer) -> dict:
 
 def run_lane(request) -> SearchOutcome:
     """Responder of the author and optimizer roles: the model-driven lane loop."""
-    from tasks.agents.wrapper import render_prompt
-
     i = request.inputs
     settings = AgentSettings.from_env()
     lane_dir = lane_dir_of(request)
     shutil.rmtree(lane_dir / "transcripts", ignore_errors=True)
     ws = make_workspace(request, settings)
     ledger = Ledger(lane_dir / "transcripts", settings)
-    check_fn = i["evaluator"].bind(request.deadline)
-    budget, mode = int(i["budget"]), i["mode"]
+    device_lock = threading.Lock()  # one use of the lane's device at a time: timed, quick, profile
+    timed_check = i.evaluator.bind(request.deadline)
+
+    def check_fn(ref):
+        with device_lock:
+            return timed_check(ref)
+
+    device_env = getattr(i.evaluator, "device_env", {})
+    quick = QuickChecks(
+        ws.task_dir,
+        lane_dir / "quick",
+        entry_file=ws.spec.entry.partition(":")[0],
+        allowance=settings.quick_checks,
+        device_env=device_env,
+        timeout_s=settings.quick_timeout_s,
+        device_lock=device_lock,
+    )
+    memory = LaneMemory(lane_dir)
+    budget, mode = int(i.budget), i.mode
+    width = settings.parallel or default_width(budget, settings.per_round)
     best, stale, stop, claims, rounds = None, 0, "", [], 0
     while True:
         left = budget - ws.checked()
@@ -141,65 +152,144 @@ def run_lane(request) -> SearchOutcome:
             stop = why
             break
         rounds += 1
-        allowance, before = min(settings.per_round, left), ws.checked()
+        split = shares(min(settings.per_round * width, left), width)
+        role = "kernel_author" if mode == "author" and best is None else "kernel_optimizer"
+        start = memory.start_from_best(ws)
+        context = {
+            **request.context,
+            "round": rounds,
+            "checks_left": left,
+            "best": best,
+            "memory": memory.text(),
+            "start": start or "",
+            "iterations": (ws.root / "ITERATIONS.md").read_text(),
+        }
+
+        lane = LaneRun(request, settings, ws, ledger, check_fn, quick, device_env, device_lock)
+
+        def one(k: int, directive: str, lane=lane, role=role, context=context, split=split):
+            return lane.converse(k, directive, split, role, context)
+
+        outcomes = run_round(list(enumerate(directives(memory.digest, len(split)), 1)), one)
+        for out in outcomes:
+            if out.answer is not None:
+                claim = judge_claim(ws, out.answer) | {
+                    "round": rounds,
+                    "lessons": out.answer.lessons,
+                }
+                claims.append(
+                    claim | ({"conversation": out.conversation} if len(split) > 1 else {})
+                )
+                memory.note(rounds, out.conversation, out.directive, out.answer)
+        found = ws.best()  # the round's best, by the record
+        if found is not None and (best is None or found.verdict.speedup > best.verdict.speedup):
+            best, stale = found, 0
+            memory.set_best(best, best_digest(ws, best, lane_dir, device_env, device_lock))
+        else:
+            stale += 1
+        memory.learn_from_record(ws, best)
+        stopped = next((o.stopped for o in outcomes if o.stopped), None)
+        failed = [o for o in outcomes if o.failed]
+        if stopped:
+            stop = stopped
+            break
+        if failed and len(failed) == len(outcomes):  # no conversation of the round answered
+            error = failed[0].error
+            stop = f"round {rounds} failed: {error if isinstance(error, RoleError) else failed[0].failed}"
+            if ws.checked() == 0:  # nothing checked to stand on: the lane fails, with its record
+                finish(ws, ledger, lane_dir, best, stop, claims, rounds, memory)
+                raise failed[0].error
+            break
+    return finish(ws, ledger, lane_dir, best, stop, claims, rounds, memory)
+
+
+@dataclass
+class LaneRun:
+    """What every conversation of a lane shares: the workspace and its record, the budgets'
+    ledger, the checks (timed and quick) and the lane's device."""
+
+    request: object
+    settings: AgentSettings
+    ws: Workspace
+    ledger: Ledger
+    check_fn: object
+    quick: QuickChecks
+    device_env: dict
+    device_lock: object
+
+    def converse(self, k: int, directive: str, split: list[int], role: str, context: dict):
+        """Conversation `k` of a round (1-based), with its share of the round's checks."""
+        i, settings, mode = self.request.inputs, self.settings, self.request.inputs.mode
         tools = LaneTools(
-            ws,
-            check_fn,
-            language=i["language"],
+            self.ws,
+            self.check_fn,
+            language=i.language,
             mode=mode,
-            allowance=lambda a=allowance, b=before: a - (ws.checked() - b),
+            allowance=lambda: 0,
             command_timeout_s=settings.command_timeout_s,
             output_chars=settings.tool_output_chars,
             input_chars=settings.tool_input_chars,
-            device_env=getattr(i["evaluator"], "device_env", {}),
+            device_env=self.device_env,
             origin=f"model:{settings.driver}:{settings.model}",
+            quick=self.quick,
+            remaining=self.request.deadline.remaining,
+            device_lock=self.device_lock,
+            on_checked=lambda result: first_correct(result, mode, settings, self.ledger),
         )
-        role = "kernel_author" if mode == "author" and best is None else "kernel_optimizer"
+        share = split[k - 1]
+        tools.allowance = lambda: share - len(tools.checked_this_call)
         prompt = render_prompt(
             role,
             {
-                **request.context,
-                "round": rounds,
-                "allowance": allowance,
-                "checks_left": left,
-                "best": best,
-                "iterations": (ws.root / "ITERATIONS.md").read_text(),
+                **context,
+                "allowance": share,
+                "directive": directive if len(split) > 1 else "",
+                "conversation": f"{k} of {len(split)}",
             },
         )
-        transcript = ledger.open(role)
-        try:
-            answer = drive(
-                settings,
-                transcript=transcript,
-                system=SYSTEM,
-                prompt=prompt,
-                tools=tools,
-                output=RoundAnswer,
-                remaining=request.deadline.remaining,
+        name = role if len(split) == 1 else f"{role}-{context['round']}.{k}"
+        return talk(
+            settings,
+            self.ledger,
+            name,
+            prompt=prompt,
+            tools=tools,
+            output=RoundAnswer,
+            remaining=self.request.deadline.remaining,
+        )
+
+
+def first_correct(result, mode: str, settings: AgentSettings, ledger: Ledger) -> None:
+    """Author mode, when told to stop at the first correct candidate: one PASSED verdict of the
+    record stops every conversation of the lane at its next turn."""
+    if mode == "author" and settings.stop_at_first_correct and result.verdict.passed:
+        ledger.halt(f"a correct candidate ({result.candidate.name}) was found; author mode stops")
+
+
+def best_digest(ws, best, lane_dir: Path, device_env: dict, device_lock) -> object:
+    """The new best's profile digest on its first timed workload, from its checked snapshot."""
+    from tasks.agents.profile import take_digest
+
+    scratch = lane_dir / "memory-profile"
+    shutil.rmtree(scratch, ignore_errors=True)
+    (scratch / "tmp").mkdir(parents=True)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(scratch), "TMPDIR": str(scratch / "tmp")}
+    workload = ws.spec.timed_workloads[0].name
+    try:
+        with device_lock:
+            return take_digest(
+                ws.task_dir,
+                Path(best.candidate.path),
+                workload,
+                env,
+                device_env,
+                best.candidate.name,
             )
-            transcript.close("answered")
-        except BudgetSpent as exc:
-            transcript.close(f"stopped: {exc}")
-            stop = str(exc)
-            break
-        except Exception as exc:  # a fault of the model, the driver or the flow's own code
-            reason = str(exc) if isinstance(exc, RoleError) else f"{type(exc).__name__}: {exc}"
-            transcript.close(f"failed: {reason}")
-            stop = f"round {rounds} failed: {reason}"
-            if ws.checked() == 0:  # nothing checked to stand on: the lane fails, with its record
-                finish(ws, ledger, lane_dir, best, stop, claims, rounds)
-                raise
-            break
-        claims.append(judge_claim(ws, answer) | {"round": rounds, "lessons": answer.lessons})
-        found = ws.best()
-        if found is not None and (best is None or found.verdict.speedup > best.verdict.speedup):
-            best, stale = found, 0
-        else:
-            stale += 1
-    return finish(ws, ledger, lane_dir, best, stop, claims, rounds)
+    except Exception as exc:  # the memory stands without it
+        return f"none: profiling failed: {type(exc).__name__}: {exc}"
 
 
-def finish(ws, ledger, lane_dir: Path, best, stop: str, claims: list, rounds: int):
+def finish(ws, ledger, lane_dir: Path, best, stop: str, claims: list, rounds: int, memory=None):
     patch = ""
     if best is not None:
         patch = ws.patch(best)
@@ -212,6 +302,7 @@ def finish(ws, ledger, lane_dir: Path, best, stop: str, claims: list, rounds: in
             "best": best.candidate.name if best else None,
             "claims": claims,
             "git_history": ws.history(),
+            "memory": memory.record.model_dump() if memory is not None else None,
             "usage": ledger.usage.model_dump(),
         },
     )

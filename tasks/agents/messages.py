@@ -12,26 +12,17 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 import anthropic
 from pydantic import BaseModel, ValidationError
 
+from tasks.agents.drivers import RoleError, Tools
 from tasks.agents.settings import AgentSettings, take_key
 from tasks.agents.transcript import BudgetSpent, Transcript
 
 SUBMIT = "submit"
 RETRIED = (anthropic.RateLimitError, anthropic.InternalServerError, anthropic.APIConnectionError)
-
-
-class RoleError(Exception):
-    """A role call that ended without a valid answer; the message is the reason."""
-
-
-class Tools(Protocol):
-    def schemas(self) -> list[dict]: ...
-
-    def call(self, name: str, arguments: dict) -> tuple[str, bool]: ...
 
 
 def client_for(settings: AgentSettings) -> anthropic.Anthropic:

@@ -1,4 +1,5 @@
-"""Profiling one candidate on one workload: ncu on NVIDIA, rocprofv3 on ROCm, else a plain no.
+"""Profiling one candidate on one workload: ncu on NVIDIA, rocprofv3 on ROCm, torch.profiler on
+a host without a GPU (`digest`, parsed into a short table); `profile` is the profiler's raw output.
 
 ncu runs with `--clock-control none`, so the kernel is profiled at the clocks it is timed at.
 The profiled process (`python -m tasks.agents.profile_run`) gets the tool commands' scrubbed
@@ -7,6 +8,7 @@ environment plus the lane's device variable, and a deadline.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -33,25 +35,23 @@ def which_profiler() -> tuple[str | None, str]:
     return tool, ""
 
 
-def profile(task_dir: Path, candidate: Path, workload: str, env: dict, device_env: dict) -> str:
-    tool, why = which_profiler()
-    if tool is None:
-        return why
-    run = [
-        sys.executable,
-        "-m",
-        "tasks.agents.profile_run",
-        str(task_dir),
-        str(candidate),
-        workload,
-    ]
+def _run(tool: str, task_dir: Path, candidate: Path, workload: str, env: dict, device_env: dict):
+    """The profiler (or, for "torch.profiler", the profiled command alone) over one candidate
+    on one workload, in the box; (exit status or None on its deadline, its output, its
+    output directory)."""
+    run = [sys.executable, "-m", "tasks.agents.profile_run", str(task_dir), str(candidate)]
+    run.append(workload)
     out_dir = Path(env["TMPDIR"]) / "profile"
     if tool == "ncu":
         argv = ["ncu", "--clock-control", "none", "--target-processes", "all", "--csv"]
         argv += ["--page", "details", *run]
-    else:
+    elif tool == "rocprofv3":
         argv = ["rocprofv3", "--kernel-trace", "--stats", "-d", str(out_dir), "--", *run]
+    else:
+        argv = [*run, "--torch-profiler"]
     full_env = {**env, **device_env, "PYTHONPATH": str(ROOT)}
+    # Its home is the one writable directory of its box: Triton keeps its cache under HOME.
+    full_env["HOME"] = str(out_dir.parent)
     from scripts import box, isolation
 
     # The candidate runs under the profiler: in the box (scripts/box.py), the task and the
@@ -69,9 +69,74 @@ def profile(task_dir: Path, candidate: Path, workload: str, env: dict, device_en
             start_new_session=True,
         )
     except subprocess.TimeoutExpired:
+        return None, "", out_dir
+    return done.returncode, done.stdout + done.stderr, out_dir
+
+
+def profile(task_dir: Path, candidate: Path, workload: str, env: dict, device_env: dict) -> str:
+    """The profiler's raw output (ncu's CSV; rocprofv3's stats files)."""
+    tool, why = which_profiler()
+    if tool is None:
+        return why
+    status, text, out_dir = _run(tool, task_dir, candidate, workload, env, device_env)
+    if status is None:
         return f"{tool} did not finish within {DEADLINE_S:g} s"
-    text = done.stdout + done.stderr
     if tool == "rocprofv3":
         for stats in sorted(out_dir.rglob("*stats*.csv")):
             text += f"\n{stats.name}:\n{stats.read_text(errors='replace')}"
-    return f"{tool} exit status {done.returncode}\n{text}"
+    return f"{tool} exit status {status}\n{text}"
+
+
+def digest(
+    task_dir: Path, candidate: Path, workload: str, env: dict, device_env: dict, name: str = ""
+) -> str:
+    """The profile digest of a candidate on one workload as the model reads it, or why none."""
+    from tasks.agents.digest import render
+
+    found = take_digest(task_dir, candidate, workload, env, device_env, name)
+    return found if isinstance(found, str) else render(found)
+
+
+def take_digest(
+    task_dir: Path, candidate: Path, workload: str, env: dict, device_env: dict, name: str = ""
+):
+    """The profile digest of a candidate on one workload (tasks/agents/digest.py): ncu on
+    NVIDIA, rocprofv3 on ROCm, torch.profiler on a host without a GPU; or why there is none."""
+    from scripts.freeze import load_task
+    from tasks.agents import profile_parse
+    from tasks.agents.digest import build
+    from tasks.roofline import device_rates, floors
+
+    tool, why = which_profiler()
+    if tool is None and "no GPU" not in why:
+        return why
+    tool = tool or "torch.profiler"
+    spec, _, _ = load_task(Path(task_dir))
+    if workload not in [w.name for w in spec.workloads]:
+        return f"no workload {workload!r}; the workloads are {', '.join(w.name for w in spec.workloads)}"
+    status, text, out_dir = _run(tool, task_dir, candidate, workload, env, device_env)
+    if status is None:
+        return f"{tool} did not finish within {DEADLINE_S:g} s"
+    total, calls = None, profile_parse.CALLS
+    if tool == "ncu":
+        stats = profile_parse.parse_ncu(text)
+    elif tool == "rocprofv3":
+        stats = profile_parse.parse_rocprof(out_dir)
+    else:
+        stats, total, calls = profile_parse.parse_torch(text)
+    if not stats:
+        tail = "\n".join(text.splitlines()[-30:])
+        return f"{tool} (exit status {status}) reported no kernels; its output ends:\n{tail}"
+    fingerprint = json.loads((Path(task_dir) / "fingerprint.json").read_text())
+    rates = device_rates(fingerprint)
+    floor = next((f for f in floors(spec, rates) if f.workload == workload), None)
+    return build(
+        tool,
+        stats,
+        calls=calls,
+        rates=rates,
+        floor=floor,
+        candidate=name or Path(candidate).name,
+        workload=workload,
+        total_us=total,
+    )

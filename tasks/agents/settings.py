@@ -64,7 +64,13 @@ class AgentSettings(BaseModel):
     max_lane_seconds: float = 3600.0
     per_round: int = 3  # candidates a round may check, when the budget allows
     patience: int = 2  # rounds without improvement before the lane stops
+    # conversations per round, each with its own share of the round's checks; 0: from the
+    # budget (tasks/agents/explore.py: default_width)
+    parallel: int = Field(0, ge=0, le=16)
+    stop_at_first_correct: bool = False  # author mode: the first PASSED verdict ends the lane
     max_rounds: int = 8
+    quick_checks: int = 20  # correctness-only checks a lane may make, apart from `budget`
+    quick_timeout_s: float = 120.0  # one quick check's deadline
     command_timeout_s: float = 120.0  # the run-command tool's deadline
     tool_output_chars: int = 12000  # tool results are cut to this many characters
     tool_input_chars: int = 256_000  # a tool call's input over this is refused and not kept

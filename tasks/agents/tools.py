@@ -20,17 +20,29 @@ import json
 import os
 import signal
 import subprocess
+import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from tasks.agents.profile import profile
+from tasks.agents.deadline import DeadlineExceeded
+from tasks.agents.profile import digest
 from tasks.agents.transcript import BudgetSpent, redact
 from tasks.agents.workspace import READ_ONLY_TOP, Workspace
 from tasks.models import CandidateRef, CandidateResult
 
 PASSED_ON_ENV = ("PATH", "LANG", "LC_ALL", "TRITON_INTERPRET")
+# What of the lane's device environment (tasks/gpu_pool.py) a command gets: the device, and
+# the interpreter switch without one. Nothing else of the pool's.
+DEVICE_ENV = (
+    "CUDA_VISIBLE_DEVICES",
+    "HIP_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+    "TRITON_INTERPRET",
+    "OMP_NUM_THREADS",
+)
 INPUT_CHARS = 256_000  # one tool call's input (a kernel source is a few thousand)
 
 
@@ -70,6 +82,10 @@ class Check(_Input):
     expected: str
 
 
+class QuickCheck(_Input):
+    path: str
+
+
 class Profile(_Input):
     path: str
     workload: str
@@ -92,7 +108,18 @@ TOOLS: dict[str, tuple[type[_Input], str]] = {
         "against the frozen baseline. Answers with the verdict per workload and a receipt; "
         "cite the receipt for any number you report.",
     ),
-    "profile": (Profile, "Profile a candidate on one workload (ncu on NVIDIA, rocprofv3 on ROCm)."),
+    "quick_check": (
+        QuickCheck,
+        "Check a draft for correctness only: the harness runs it at the small sizes against the "
+        "hidden reference, one trial each, untimed. Cheap, with its own allowance apart from the "
+        "timed checks; its answer is advice (no receipt, no speedup, never a verdict).",
+    ),
+    "profile": (
+        Profile,
+        "Profile a candidate on one workload: a digest of its top kernels (share of the time, "
+        "bandwidth and compute against the device's peaks, occupancy, the limiting unit) from "
+        "ncu on NVIDIA, rocprofv3 on ROCm, torch.profiler without a GPU. Untimed; not a verdict.",
+    ),
 }
 
 
@@ -135,6 +162,10 @@ class LaneTools:
         device_env: dict[str, str] | None = None,
         origin: str = "model",
         input_chars: int = INPUT_CHARS,
+        quick=None,
+        remaining: Callable[[], float] = lambda: float("inf"),
+        device_lock=None,
+        on_checked: Callable[[CandidateResult], None] | None = None,
     ):
         self.ws = ws
         self.check_fn = check_fn
@@ -147,9 +178,15 @@ class LaneTools:
         self.origin = origin
         self.input_chars = input_chars
         self.checked_this_call: list[dict] = []
+        self.quick = quick  # tasks.agents.quick.QuickChecks, or None: no quick check here
+        self.remaining = remaining  # seconds left of the role's deadline
+        self.device_lock = device_lock or threading.Lock()  # the lane's device, one use at once
+        self.on_checked = on_checked  # told of every result the record took (the lane loop)
 
     def names(self) -> list[str]:
         without = set() if self.check_fn is not None else {"check", "profile"}
+        if self.quick is None:
+            without.add("quick_check")
         return [n for n in TOOLS if n not in without]
 
     def schemas(self) -> list[dict]:
@@ -232,11 +269,17 @@ class LaneTools:
         return f"wrote {len(content)} characters to {real.relative_to(self.ws.root)}"
 
     def command_env(self) -> dict[str, str]:
+        """Nothing of this process's environment but PATH and the locale; the lane's device
+        (and, without a GPU, Triton's interpreter switch); `python3` first on PATH is the
+        harness's own interpreter, with the torch and Triton candidates are checked with (the
+        box binds its prefix read-only)."""
         env = {k: os.environ[k] for k in PASSED_ON_ENV if k in os.environ}
         for d in (".home", ".tmp"):
             (self.ws.root / d).mkdir(exist_ok=True)
         env.update(HOME=str(self.ws.root / ".home"), TMPDIR=str(self.ws.root / ".tmp"))
-        env.setdefault("PATH", "/usr/bin:/bin")
+        env.update({k: v for k, v in self.device_env.items() if k in DEVICE_ENV})
+        here = os.path.dirname(sys.executable)
+        env["PATH"] = os.pathsep.join([here, env.get("PATH") or "/usr/bin:/bin"])
         return env
 
     def tool_run_command(self, command: str, timeout_s: float | None = None) -> str:
@@ -281,19 +324,38 @@ class LaneTools:
             origin=self.origin,
             params={"source": source.relative_to(self.ws.root).as_posix()},
         )
-        from tasks.agents.wrapper import DeadlineExceeded
-
         try:
             result = self.check_fn(ref)
         except DeadlineExceeded as exc:
             raise BudgetSpent(str(exc)) from None
         entry = self.ws.record(result, changed, expected)
         self.checked_this_call.append(entry)
+        if self.on_checked is not None:
+            self.on_checked(result)
         return verdict_text(result, entry["receipt"])
+
+    def tool_quick_check(self, path: str) -> str:
+        from tasks.agents.quick import quick_text
+
+        source = self.resolve(path)
+        if not source.exists():
+            raise Refused(f"{path}: no such file or directory")
+        if self.remaining() <= 0:
+            raise BudgetSpent("the role's deadline passed")
+        try:
+            verdict = self.quick(source, self.remaining())
+        except ValueError as exc:  # the allowance is spent
+            raise Refused(str(exc)) from None
+        return quick_text(verdict, self.quick.left())
 
     def tool_profile(self, path: str, workload: str) -> str:
         source = self.resolve(path)
-        return profile(self.ws.task_dir, source, workload, self.command_env(), self.device_env)
+        if not source.exists():
+            raise Refused(f"{path}: no such file or directory")
+        with self.device_lock:
+            return digest(
+                self.ws.task_dir, source, workload, self.command_env(), self.device_env, path
+            )
 
 
 def verdict_text(result: CandidateResult, receipt: str) -> str:
@@ -318,6 +380,9 @@ def verdict_text(result: CandidateResult, receipt: str) -> str:
     if result.candidate.language == "triton":
         ran = ", ".join(v.triton_kernels) or "none"
         lines.append(f"Triton kernels launched in its checked calls: {ran}")
+        shares = [w.torch_work.share for w in v.workloads if w.torch_work is not None]
+        if shares:  # the language rule's other measure (tasks/language_rule.py)
+            lines.append(f"torch work beside them: {max(shares):.0%} of the call's input elements")
     elif result.candidate.language in ("cuda", "hip"):
         ran = ", ".join(v.extension_calls) or "none"
         lines.append(f"its compiled functions called in its checked calls: {ran}")

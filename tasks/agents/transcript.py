@@ -62,9 +62,17 @@ class Ledger:
         self.usage = LaneUsage.model_validate(earlier) if earlier else LaneUsage()
         self.started = time.monotonic() - self.usage.seconds
         self._lock = threading.Lock()
+        self.halted: str | None = None  # `halt`: every conversation of the lane stops
+
+    def halt(self, reason: str) -> None:
+        """Stop every conversation of the lane at its next turn (author mode's first correct
+        candidate, when the lane is told to stop there)."""
+        self.halted = self.halted or reason
 
     def spent(self) -> str | None:
         """Why no new model call may start, or None."""
+        if self.halted:
+            return self.halted
         s, u = self.settings, self.usage
         if u.input_tokens + u.output_tokens >= s.max_lane_tokens:
             return f"token budget spent ({u.input_tokens + u.output_tokens} >= {s.max_lane_tokens})"

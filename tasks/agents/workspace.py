@@ -96,6 +96,8 @@ class Workspace:
         self.git = LaneGit(self.lane_dir / "work.git", self.root)
         self._held: dict[str, CandidateResult] = {}  # receipt -> what the check returned
         self._entries: list[dict] = []  # the receipts made in this run, in order
+        self._reserved: set[str] = set()  # names handed to checks still running
+        self._snapshots = 0
 
     # -- making it ---------------------------------------------------------------------------
 
@@ -142,7 +144,11 @@ class Workspace:
         (ws.root / "candidates").mkdir()
         if mode == "optimize":
             _copy(src, ws.root / "candidates" / "incumbent", skip=ws.reference_files())
-        (ws.root / "TASK.md").write_text(render("agent_task.md.j2", **sheet))
+        from scripts.freeze import load_task
+        from tasks.agents.sheet import measured_facts
+
+        facts = measured_facts(ws.task_dir, spec, load_task(ws.task_dir)[2], cards)
+        (ws.root / "TASK.md").write_text(render("agent_task.md.j2", **(facts | sheet)))
         (ws.root / "ITERATIONS.md").write_text(
             "# Iterations\n\n| # | candidate | changed | expected | measured | receipt |\n"
             "| --- | --- | --- | --- | --- | --- |\n"
@@ -192,15 +198,22 @@ class Workspace:
         return len(self.receipts())
 
     def unique_name(self, wanted: str) -> str:
-        taken = {r["candidate"] for r in self.receipts()}
-        name, n = safe_name(wanted), 2
-        while name in taken:
-            name, n = f"{safe_name(wanted)}-{n}", n + 1
-        return name
+        """A name no check of the lane has, nor one running beside it (parallel conversations
+        may ask for the same name at once); reserved until the lane ends."""
+        with self._lock:
+            taken = {r["candidate"] for r in self.receipts()} | self._reserved
+            name, n = safe_name(wanted), 2
+            while name in taken:
+                name, n = f"{safe_name(wanted)}-{n}", n + 1
+            self._reserved.add(name)
+            return name
 
     def snapshot(self, source: Path, name: str) -> Path:
         """Copy what is about to be checked out of the model's reach."""
-        dest = self.snapshots / f"{self.checked():03d}-{name}"
+        with self._lock:
+            index = max(self._snapshots, self.checked())
+            self._snapshots = index + 1
+        dest = self.snapshots / f"{index:03d}-{name}"
         if Path(source).is_dir():
             _copy(source, dest)
         else:
@@ -252,6 +265,7 @@ class Workspace:
                 "verdict_sha256": verdict_sha,
                 "oracle_sha256": self.oracle_sha256,
                 "candidate_sha256": candidate_sha,
+                "changed": cells[2],  # what the model said it changed (a note, for memory)
             }
             message = f"check {row[0]} {name}: {measured} (receipt {receipt})\n\n"
             message += f"changed: {changed}\nexpected: {expected}\n"

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from scripts.baseline import FrozenBaseline
 from scripts.errors import BadInput
 from tasks.apply.git_branch import (
     BranchResult,
@@ -111,7 +112,7 @@ def evidence(report: Report, result: CandidateResult | None, spec_written: bool 
     w = report.winner
     task = Path(report.task_dir)
     fp = json.loads((task / "fingerprint.json").read_text())
-    base = json.loads((task / "baseline.json").read_text())["workloads"]
+    base = FrozenBaseline.read(task).workloads
     _, base_spread = baseline_stats(task)
     lines = [
         f"bakeoff: {report.kernel} -> {w.name} ({w.language}, {w.mode}), {w.speedup:.3f}x",
@@ -123,11 +124,11 @@ def evidence(report: Report, result: CandidateResult | None, spec_written: bool 
     for v in result.verdict.workloads if result else []:
         if v.checked_only:
             continue  # a size checked for correctness only: listed below
-        t, b = v.timing, base.get(v.workload, {})
+        t, b = v.timing, base.get(v.workload)
         clocks.add(t.clock if t else "-")
         lines.append(
-            f"  {v.workload}: {v.speedup:.3f}x  baseline {b.get('median_ms', 0):.4g} "
-            f"+/- {b.get('spread_ms', 0):.2g} ms ({100 * base_spread.get(v.workload, 0):.1f}%)"
+            f"  {v.workload}: {v.speedup:.3f}x  baseline {b.median_ms if b else 0:.4g} "
+            f"+/- {(b.spread_ms if b else 0) or 0:.2g} ms ({100 * base_spread.get(v.workload, 0):.1f}%)"
             f" -> {t.median_ms:.4g} +/- {t.spread_ms:.2g} ms"
         )
     lines += [
@@ -166,7 +167,7 @@ def apply_winner(
         return ApplyResult(
             status="refused", reason="no winner: the original kernel is kept, nothing to apply"
         )
-    from tasks.agents.freezer import recorded
+    from tasks.input_identity import recorded
 
     result = results_by_row(report, discovered).get((w.source, w.name))
     written = recorded(Path(report.run_dir))  # the input had no spec: the model wrote one

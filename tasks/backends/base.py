@@ -14,6 +14,7 @@ from pathlib import Path
 
 from scripts import arch as arch_mod
 from scripts import manifest
+from scripts.baseline import FrozenBaseline
 from scripts.freeze import load_task
 from scripts.spec import OpSpec
 from tasks.models import BackendStatus, CandidateRef
@@ -32,7 +33,7 @@ class BuildContext:
     workdir: Path
     arch: arch_mod.ArchInfo
     oracle_sha256: str
-    baseline: dict = field(default_factory=dict)
+    baseline: FrozenBaseline = field(default_factory=FrozenBaseline)
 
     @classmethod
     def load(
@@ -86,20 +87,6 @@ def write_candidate(ctx: BuildContext, name: str, wrapper_source: str, src: Path
     (out / FROZEN_DIR).chmod(0o755)
     (out / ctx.entry_file).write_text(wrapper_source)
     return out
-
-
-def baseline_candidate(ctx: BuildContext) -> CandidateRef:
-    """The frozen input itself, as a candidate: measured under the same conditions as the rest."""
-    from tasks.backends import wrappers
-
-    path = write_candidate(ctx, "baseline", wrappers.reexport(ctx, ctx.spec.entry, "baseline"))
-    return CandidateRef(
-        name="baseline",
-        language=ctx.spec.language,
-        mode="baseline",
-        path=str(path),
-        origin="frozen baseline",
-    )
 
 
 class Backend:

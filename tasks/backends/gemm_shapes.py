@@ -45,13 +45,18 @@ def record_here(spec: OpSpec, src_dir: Path, entry: str) -> list[dict]:
     return rows
 
 
+def record_step(spec: dict, src_dir: str, entry: str) -> list[dict]:
+    """What the box runs for `record`."""
+    return record_here(OpSpec.model_validate(spec), Path(src_dir), entry)
+
+
 def record(ctx: BuildContext, entry: str) -> list[dict]:
     """Distinct GEMM rows (aiter's untuned-CSV columns) over every timed frozen workload, read
     in the box; a row that is not aiter's columns and types is refused."""
     from scripts import untrusted
 
     rows = untrusted.call(
-        "gemm_shapes",
+        f"{__name__}:record_step",
         f"{ctx.baseline_src}/{entry}",
         read=[ctx.baseline_src],
         spec=ctx.spec.model_dump(mode="json"),

@@ -165,7 +165,7 @@ def trace(spec, src: Path, entry: str) -> dict:
 
 
 def trace_step(spec: dict, src_dir: str, entry: str) -> dict:
-    """The sandbox's side (scripts/untrusted.py STEPS['trace'])."""
+    """What the box runs for `trace_isolated` (scripts/untrusted.py runs it by name)."""
     from scripts.spec import OpSpec
 
     return trace(OpSpec.model_validate(spec), Path(src_dir), entry)
@@ -182,7 +182,7 @@ def trace_isolated(ctx, entry: str) -> dict:
             return cached
     src = str(Path(ctx.baseline_src).resolve())
     found = call(
-        "trace",
+        f"{__name__}:trace_step",
         f"{src}/{entry}",
         read=[src],  # the box sees the frozen sources and nothing else of the run
         spec=ctx.spec.model_dump(mode="json"),

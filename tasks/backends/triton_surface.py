@@ -90,11 +90,19 @@ def discover_isolated(src_dir: Path, entry: str) -> Surface | None:
     from scripts.untrusted import call
 
     where, src = f"{src_dir}/{entry}", str(Path(src_dir).resolve())
-    found = call("triton_surface", where, read=[src], src_dir=src, entry=entry)
+    found = call(f"{__name__}:surface_step", where, read=[src], src_dir=src, entry=entry)
     if found is None:
         return None
     kernels = [Kernel(**k) for k in found.pop("kernels")]
     return Surface(**found, kernels=kernels)
+
+
+def surface_step(src_dir: str, entry: str) -> dict | None:
+    """What the box runs for `discover_isolated`: the surface as JSON."""
+    from dataclasses import asdict
+
+    surface = discover(Path(src_dir), entry)
+    return None if surface is None else asdict(surface)
 
 
 def discover(src_dir: Path, entry: str) -> Surface | None:

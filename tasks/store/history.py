@@ -12,13 +12,14 @@ import json
 import os
 import socket
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
+from scripts.baseline import FrozenBaseline
 from scripts.verdict import Verdict
 from tasks.results import DiscoverOutcome, Report
 from tasks.store.schema import CandidateRowDB, RunRow, TimingRow, engine_for
@@ -120,20 +121,20 @@ def timings_of(verdict: Verdict) -> list[TimingOut]:
 
 def baseline_candidate(task_dir: Path) -> CandidateOut:
     """The frozen baseline's measurement (baseline.json) as a candidate row."""
-    data = json.loads((Path(task_dir) / "baseline.json").read_text())
+    data = FrozenBaseline.read(Path(task_dir))
     spec = json.loads((Path(task_dir) / "spec.json").read_text())
     timings = [
         TimingOut(
             workload=name,
-            status=w.get("status", "PASSED"),
-            clock=w.get("clock"),
-            median_ms=w.get("median_ms"),
-            spread_ms=w.get("spread_ms"),
-            sample_count=w.get("sample_count"),
-            baseline_ms=w.get("median_ms"),
+            status=w.status.value,
+            clock=w.clock or None,
+            median_ms=w.median_ms,
+            spread_ms=w.spread_ms,
+            sample_count=w.sample_count or None,
+            baseline_ms=w.median_ms,
             speedup=1.0,
         )
-        for name, w in data["workloads"].items()
+        for name, w in data.workloads.items()
     ]
     return CandidateOut(
         name="frozen baseline",
@@ -209,7 +210,7 @@ def run_from_report(report: Report, discovered: DiscoverOutcome | None = None) -
         run_dir=report.run_dir,
         task_dir=report.task_dir,
         oracle_sha256=report.oracle_sha256,
-        recorded_at=datetime.now(timezone.utc),
+        recorded_at=datetime.now(UTC),
         host=os.environ.get("BAKEOFF_HOST") or socket.gethostname(),
         device=str(fingerprint.get("device_name") or fingerprint.get("device")),
         arch=str(fingerprint.get("arch")),
@@ -242,7 +243,7 @@ def record_report(report: Report, discovered: DiscoverOutcome | None, url: str) 
 def _out(row: RunRow) -> RunOut:
     data = {c: getattr(row, c) for c in RunOut.model_fields if c != "candidates"}
     if data["recorded_at"].tzinfo is None:  # SQLite keeps no zone; everything here is UTC
-        data["recorded_at"] = data["recorded_at"].replace(tzinfo=timezone.utc)
+        data["recorded_at"] = data["recorded_at"].replace(tzinfo=UTC)
     cands = []
     for c in row.candidates:
         fields = {k: getattr(c, k) for k in CandidateOut.model_fields if k != "timings"}

@@ -1,0 +1,29 @@
+"""planner: Discover's measuring step. The harness checks what exists for the op and plans
+optimize lanes where an editable implementation exists, author lanes else; no model answers it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tasks import roles_default
+from tasks.agents.registry import Role
+from tasks.agents.request import RoleInputs
+from tasks.models import DiscoverPlan
+
+
+class PlannerInputs(RoleInputs):
+    task_dir: Path
+    workdir: Path
+    evaluator: Any  # tasks.evaluate.Evaluator: the check function, bound to the deadline
+    backends: list[str] | None = None  # None: every backend
+
+
+ROLE = Role(
+    name="planner",
+    prompt="planner",
+    inputs=PlannerInputs,
+    output=DiscoverPlan,
+    responder=roles_default.plan_from_measurements,
+    timeout_s=3600,
+)

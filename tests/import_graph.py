@@ -1,0 +1,136 @@
+"""The project's import graph, read from source with `ast` (nothing is imported).
+
+An edge A -> B means module A imports B, at module level or inside a function (a lazy import
+still ties A to B: a circle of lazy imports is a circle of dependencies, only postponed), but not
+under `if TYPE_CHECKING:` (never run) and not in a package's module-level `__getattr__` (a lazy
+re-export: it runs only when a name of the package is asked for). An edge from a module to a
+package above it is dropped: importing the module has imported that package already.
+
+    python -m tests.import_graph          prints every circle (strongly connected component)
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("flows", "tasks", "scripts")
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join(parts)] = path
+    return found
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(tree: ast.AST, name: str, is_package: bool) -> set[str]:
+    """Every name an import in `tree` may bind to a module: `from a import b` yields both `a`
+    and `a.b` (b may be a submodule); the caller keeps those that are modules."""
+    out: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if is_package and node is tree and getattr(child, "name", "") == "__getattr__":
+                continue
+            if isinstance(child, ast.If) and _is_type_checking(child):
+                for other in child.orelse:
+                    visit(other)
+                continue
+            if isinstance(child, ast.Import):
+                out.update(alias.name for alias in child.names)
+            elif isinstance(child, ast.ImportFrom):
+                base = child.module or ""
+                if child.level:
+                    anchor = name.split(".") if is_package else name.split(".")[:-1]
+                    anchor = anchor[: len(anchor) - (child.level - 1)]
+                    base = ".".join([*anchor, base] if base else anchor)
+                out.add(base)
+                out.update(f"{base}.{alias.name}" for alias in child.names)
+            visit(child)
+
+    visit(tree)
+    return out
+
+
+def _resolve(target: str, known: dict[str, Path]) -> set[str]:
+    """`a.b.c` imports `a`, `a.b` and `a.b.c` (each package's __init__ runs)."""
+    parts = target.split(".")
+    return {".".join(parts[:i]) for i in range(1, len(parts) + 1)} & known.keys()
+
+
+def edges() -> dict[str, set[str]]:
+    known = modules()
+    graph: dict[str, set[str]] = {}
+    for name, path in known.items():
+        tree = ast.parse(path.read_text(), str(path))
+        targets = _imports(tree, name, path.name == "__init__.py")
+        found = set().union(*(_resolve(t, known) for t in targets))
+        graph[name] = {t for t in found if not (name + ".").startswith(t + ".")}
+    return graph
+
+
+def circles(graph: dict[str, set[str]] | None = None) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    graph = edges() if graph is None else graph
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            advanced = False
+            for child in children:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                    advanced = True
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+if __name__ == "__main__":
+    for circle in circles():
+        print(len(circle), " ".join(circle))

@@ -1,0 +1,25 @@
+"""The import graph's walls, read from source (tests/import_graph.py): no circles, and the
+harness (scripts/) never imports the orchestration side, which it must not need on a bare GPU
+box and must not hand to the untrusted code it runs."""
+
+from tests.import_graph import circles, edges
+
+
+def test_no_import_circles_in_flows_tasks_scripts():
+    assert circles() == []
+
+
+def test_the_harness_imports_nothing_of_the_orchestration_side():
+    crossing = {
+        module: sorted(t for t in targets if not t.startswith("scripts"))
+        for module, targets in edges().items()
+        if module.startswith("scripts")
+    }
+    assert {m: t for m, t in crossing.items() if t} == {}
+
+
+def test_the_graph_sees_a_circle_and_a_lazy_import():
+    # The checker itself: a circle closed by an import inside a function is found.
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert circles(graph) == [["a", "b", "c"]]
+    assert "tasks.search.lane" in edges()["tasks.roles_default"]  # imported inside a function
