@@ -22,8 +22,8 @@ repeated until it outlasts the host's queueing of one call (`head_start_flushes`
 start event, as the harness's gate arranges. Where the two figures agree, do_bench was not
 host-bound.
 
-Two diagnostics for the coordinate-descent candidates, which read 1-13% over do_bench in the
-harness at cca8cc8 while every other kind read within 2%: `cache` says whether this process
+Two diagnostics for compiled candidates whose harness figure and do_bench's disagree while
+other kinds agree (coordinate descent has: docs/studies/README.md): `cache` says whether this process
 ran the harness's compiled code (Inductor's FX-graph cache hits and misses, and the files it
 added to the candidate's cache: a `.best_config` added is a kernel tuned again here), and
 `do_bench_profiled_ms` is plain do_bench with torch.profiler recording CUDA activity, as

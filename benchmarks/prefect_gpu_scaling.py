@@ -120,7 +120,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--gpu-ids", default="0,1", help="two GPU ids (default 0,1)")
     parser.add_argument("--n", type=int, default=8192, help="matrix size")
-    parser.add_argument("--iters", type=int, default=600, help="matmuls per lane (~13 s, H200)")
+    parser.add_argument(
+        "--iters",
+        type=int,
+        default=600,
+        help="matmuls per lane (seconds per lane: prefect_gpu_scaling.md)",
+    )
     parser.add_argument("--cpu", action="store_true", help="one CPU slot against two")
     args = parser.parse_args()
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")

@@ -62,7 +62,7 @@ def _import_compiler() -> bool:
     imported) where that cannot be done.
 
     Their import asks `torch.cuda.is_available()` once (Inductor's benchmarking module, torch
-    2.11: the only device call found by benchmarks/fork_import_study.py), and the CUDA
+    2.11: the only device call the fork-import study found: docs/studies/README.md), and the CUDA
     runtime's answer initialises the driver, after which every fork failed "Cannot
     re-initialize CUDA in forked subprocess". For the import alone, that question is answered
     from NVML, which leaves the driver alone, and NVML is shut down again after; the study

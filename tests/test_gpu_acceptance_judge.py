@@ -2,8 +2,8 @@
 
 import json
 
-from benchmarks import gpu_acceptance
-from benchmarks.gpu_acceptance import judge as judge_record
+from benchmarks import acceptance_run
+from benchmarks.acceptance_aims import judge as judge_record
 
 
 def judge(rows, problems, twice, ncu=None, corpus_rc=None):
@@ -152,7 +152,7 @@ def call_record(commit, digest, problems, corpus_rc=None):
 def test_calls_whose_gpu_path_is_the_same_code_merge_into_one_record():
     first = call_record("aaa", "same", ["layernorm", "cross_entropy"], corpus_rc=0)
     second = call_record("bbb", "same", ["cross_entropy", "conv_relu_bias"])
-    record = gpu_acceptance.merged(second, first)
+    record = acceptance_run.merged(second, first)
     assert record["commit"] == "bbb" and record["corpus_rc"] == 0
     assert [c["commit"] for c in record["calls"]] == ["aaa", "bbb"]
     names = sorted(p["problem"] for p in record["problems"])
@@ -164,14 +164,14 @@ def test_a_problem_a_later_call_did_not_reach_keeps_the_earlier_calls_run():
     first = call_record("aaa", "same", ["layernorm"], corpus_rc=0)
     second = call_record("bbb", "same", [])
     second["problems"] = [{"problem": "layernorm", "reached": False}]
-    record = gpu_acceptance.merged(second, first)
+    record = acceptance_run.merged(second, first)
     assert record["problems"] == first["problems"] and record["rows"] == first["rows"]
 
 
 def test_a_record_of_other_gpu_path_code_is_not_merged():
     first = call_record("aaa", "old", ["layernorm"], corpus_rc=0)
     second = call_record("bbb", "new", ["conv_relu_bias"])
-    record = gpu_acceptance.merged(second, first)
+    record = acceptance_run.merged(second, first)
     assert record is second and record["corpus_rc"] is None
 
 
@@ -179,26 +179,26 @@ def test_calls_under_other_harness_settings_are_not_merged(monkeypatch):
     first = call_record("aaa", "same", ["layernorm"], corpus_rc=0)
     second = call_record("aaa", "same", ["conv_relu_bias"])
     second["settings"] = {"BAKEOFF_PRELOAD_COMPILER": "0"}
-    assert gpu_acceptance.merged(second, first) is second
+    assert acceptance_run.merged(second, first) is second
     monkeypatch.setenv("BAKEOFF_PRELOAD_COMPILER", "0")
-    settings = gpu_acceptance.harness_settings()
+    settings = acceptance_run.harness_settings()
     assert settings["BAKEOFF_PRELOAD_COMPILER"] == "0" and "HOME" not in settings
     assert all(k.startswith("BAKEOFF_") for k in settings)
 
 
 def test_the_gpu_path_digest_is_of_the_files_the_hook_watches(tmp_path, monkeypatch):
-    for d in gpu_acceptance.GPU_PATH:
+    for d in acceptance_run.GPU_PATH:
         (tmp_path / d / "__pycache__").mkdir(parents=True)
         (tmp_path / d / "a.py").write_text("x = 1\n")
         (tmp_path / d / "__pycache__" / "a.cpython-312.pyc").write_bytes(b"junk")
-    monkeypatch.setattr(gpu_acceptance, "ROOT", tmp_path)
-    before = gpu_acceptance.gpu_path_digest()
+    monkeypatch.setattr(acceptance_run, "ROOT", tmp_path)
+    before = acceptance_run.gpu_path_digest()
     (tmp_path / "scripts" / "__pycache__" / "a.cpython-312.pyc").write_bytes(b"other junk")
     (tmp_path / "benchmarks").mkdir()
     (tmp_path / "benchmarks" / "b.py").write_text("y = 2\n")
-    assert gpu_acceptance.gpu_path_digest() == before
+    assert acceptance_run.gpu_path_digest() == before
     (tmp_path / "tasks" / "a.py").write_text("x = 2\n")
-    assert gpu_acceptance.gpu_path_digest() != before
+    assert acceptance_run.gpu_path_digest() != before
 
 
 def test_a_problem_whose_fastest_peer_is_under_10_us_is_compared_on_device_time():
@@ -247,7 +247,7 @@ def test_every_candidate_that_passed_gets_a_do_bench_peer_from_the_cache_its_che
         {"name": "wrong", "path": "/c/wrong", "cache": "/k3", "status": "INCORRECT_NUMERICAL"},
         {"name": "tuned", "path": "/c/t", "cache": "/k4", "status": "PASSED", "env": {"A": "1"}},
     ]
-    assert gpu_acceptance.peer_items(run, rows) == [
+    assert acceptance_run.peer_items(run, rows) == [
         f"baseline=baseline@{run_baseline_cache(run / 'task')}",  # the freeze's build
         "cuda-defines-1=/c/cuda@/k1",
         "torch-compile-default=/c/tc@/k2",
@@ -263,9 +263,9 @@ def test_the_time_outside_the_flows_phases_is_split_from_the_clis_timeline(tmp_p
         "flow_done": 230.0,
     }
     (tmp_path / "cli_timeline.json").write_text(json.dumps(marks))
-    spans = gpu_acceptance.cli_seconds(tmp_path, wall_s=133.0)
+    spans = acceptance_run.cli_seconds(tmp_path, wall_s=133.0)
     assert spans == {"start": 4.0, "freeze": 17.0, "server": 1.5, "flow": 107.5, "after": 3.0}
-    assert gpu_acceptance.cli_seconds(tmp_path / "none", 10.0) == {}  # an older run: no file
+    assert acceptance_run.cli_seconds(tmp_path / "none", 10.0) == {}  # an older run: no file
 
 
 def test_the_record_keeps_discovers_and_the_lanes_precompile_lines(tmp_path):
@@ -276,7 +276,32 @@ def test_the_record_keeps_discovers_and_the_lanes_precompile_lines(tmp_path):
         "10:01 precompiling 4 candidate(s), 4 at once\n10:02 precompiled cuda-defines-1 in 51.0 s"
         " (every first call made)\n10:02 checked cuda-defines-1: PASSED 1.010x\n"
     )
-    assert gpu_acceptance.precompile_lines(tmp_path) == [
+    assert acceptance_run.precompile_lines(tmp_path) == [
         "cuda: 10:01 precompiling 4 candidate(s), 4 at once",
         "cuda: 10:02 precompiled cuda-defines-1 in 51.0 s (every first call made)",
     ]
+
+
+def test_the_entry_keeps_its_flags_and_runs_as_a_script_from_the_root():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from benchmarks import gpu_acceptance
+
+    argv = ["--out", "/o", "--commit", "abc", "--deadline-s", "500", "--reserve-s", "15"]
+    argv += ["--skip-corpus", "--merge", "--budget", "3", "layernorm", "examples/rmsnorm_cuda"]
+    args = gpu_acceptance.parse_args(argv)
+    assert (args.out, args.commit, args.deadline_s, args.reserve_s) == ("/o", "abc", 500.0, 15.0)
+    assert args.skip_corpus and args.merge and not args.rejudge and args.budget == 3
+    assert args.problems == ["layernorm", "examples/rmsnorm_cuda"]
+    assert gpu_acceptance.parse_args([]).problems == list(acceptance_run.ORDER)
+    root = Path(acceptance_run.ROOT)
+    done = subprocess.run(
+        [sys.executable, "benchmarks/gpu_acceptance.py", "--help"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin"},  # no PYTHONPATH: the script finds its package itself
+    )
+    assert done.returncode == 0 and "--skip-corpus" in done.stdout, done.stderr
