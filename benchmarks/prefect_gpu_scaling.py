@@ -79,7 +79,8 @@ AGENTS = {
 
 
 def run(devices: list[str] | None, cpu_slots: int | None, runs: Path, label: str) -> dict:
-    from flows.bakeoff import bakeoff, subflows_without_heartbeats
+    from flows.bakeoff import bakeoff
+    from flows.prefect_workarounds import subflows_without_heartbeats
 
     run_dir = runs / "bench"
     for stale in run_dir.glob("lanes/*/roles/gpu_work.json"):

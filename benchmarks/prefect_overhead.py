@@ -51,7 +51,8 @@ AGENTS = {
 
 
 def one(lanes: int, seconds: float, slots: int, runs: Path) -> dict:
-    from flows.bakeoff import bakeoff, subflows_without_heartbeats
+    from flows.bakeoff import bakeoff
+    from flows.prefect_workarounds import subflows_without_heartbeats
 
     os.environ.update(BENCH_LANES=str(lanes), BENCH_SECONDS=str(seconds))
     run_dir = runs / "bench"  # one frozen task for every run: freezing is not what is measured

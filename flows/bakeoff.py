@@ -22,19 +22,17 @@ import shutil
 import sys
 import threading
 import uuid
-from contextlib import contextmanager
 from pathlib import Path
 
 from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
-from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
 from flows import phases
 from flows.discover import discover
 from flows.freeze import freeze
-from flows.lane import LaneStarts, lane, lane_store
+from flows.lane import lane, lane_store
+from flows.prefect_workarounds import LaneStarts, outlive_worker, subflows_without_heartbeats
 from flows.report import publish, report
-from flows.worker_output import outlive_worker
 from tasks.agents import check_agents
 from tasks.progress import RunProgress
 from tasks.request import BakeoffRequest, resolve_lanes, validate
@@ -127,18 +125,6 @@ def run_lane(
         if found is not None and found.attempt == config.attempt:
             return found
         return _failed(config, f"lane ended without a result: {type(exc).__name__}: {exc}")
-
-
-@contextmanager
-def subflows_without_heartbeats():
-    """Subflows and lanes started inside run without flow-run heartbeats.
-
-    They run in this process, whose own flow run's heartbeat already tells the server it is
-    alive, and Prefect 3.9 makes every sync flow run wait up to 1 s for its heartbeat thread
-    when it ends: a second per subflow, per lane, for nothing.
-    """
-    with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
-        yield
 
 
 def _discover(req: BakeoffRequest, frozen, run_root: Path, warnings: list[str]):

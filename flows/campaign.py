@@ -19,8 +19,9 @@ from pathlib import Path
 
 from prefect import flow, get_run_logger
 
-from flows.bakeoff import bakeoff, subflows_without_heartbeats
+from flows.bakeoff import bakeoff
 from flows.freeze import freeze
+from flows.prefect_workarounds import subflows_without_heartbeats
 from scripts import manifest
 from tasks.apply.hook import apply_and_record
 from tasks.campaign import Ledger, RoundEntry, archive_for, improves, note_for, round_best

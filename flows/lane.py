@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
-from contextlib import contextmanager
 from pathlib import Path
 
 from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
 
-from flows.worker_output import outlive_worker
+from flows.prefect_workarounds import LaneStarts, outlive_worker
 from scripts.freeze import load_task
 from scripts.verdict import Status
 from tasks.agents import RoleFailed, ask, deterministic
@@ -43,54 +41,6 @@ class LaneFailed(Exception):
 
 class LaneSkipped(Exception):
     """The lane has nothing to run here (no model for an author lane, nothing to tune)."""
-
-
-class LaneStarts:
-    """Starts the lane subflows of one bake-off one at a time, then lets them work together.
-
-    Flow-run writes made while other lanes' tasks are being recorded are answered by the
-    embedded SQLite server with 503, which the client retries only after 2 s or more. So each
-    lane's subflow is created alone (the gate), and no lane starts working (and writing) until
-    every lane has been created (the barrier); then they all run at once.
-    """
-
-    _local = threading.local()
-
-    def __init__(self, count: int, wait_s: float = 60.0):
-        self.gate = threading.Semaphore(1)
-        self.barrier = threading.Barrier(max(1, count))
-        self.wait_s = wait_s
-
-    @contextmanager
-    def starting(self):
-        """Around the subflow call, in the thread that makes it."""
-        self.gate.acquire()
-        self._local.current, self._local.gate_held = self, True
-        try:
-            yield
-        finally:
-            reached = not self._local.gate_held
-            self._open_gate()
-            self._local.current = None
-            if not reached:  # the lane never got going: nobody should wait for it
-                self.barrier.abort()
-
-    def _open_gate(self) -> None:
-        if getattr(self._local, "gate_held", False):
-            self._local.gate_held = False
-            self.gate.release()
-
-    @classmethod
-    def started(cls) -> None:
-        """First act of a lane's body: let the next lane start, wait for the others."""
-        current = getattr(cls._local, "current", None)
-        if current is None:
-            return  # run alone or as a deployment
-        current._open_gate()
-        try:
-            current.barrier.wait(current.wait_s)
-        except threading.BrokenBarrierError:
-            pass
 
 
 def _run_name() -> str:

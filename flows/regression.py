@@ -29,8 +29,8 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NONE
 from prefect.states import Completed, Failed
 
-from flows.bakeoff import bakeoff, subflows_without_heartbeats
-from flows.worker_output import outlive_worker
+from flows.bakeoff import bakeoff
+from flows.prefect_workarounds import outlive_worker, subflows_without_heartbeats
 from scripts.errors import BadInput
 from scripts.verdict import Verdict
 from tasks.gpu_pool import DevicePool
