@@ -31,7 +31,7 @@ from tasks.gpu_pool import DevicePool
 from tasks.lane_status import settle
 from tasks.render import render
 from tasks.results import LaneConfig, LaneResult, Lease
-from tasks.roles_default import MIN_SAMPLES, max_relative_spread
+from tasks.reviewing import review
 from tasks.run_store import LaneStore, lane_cache_key, now
 
 
@@ -54,53 +54,6 @@ def _run_name() -> str:
 
 def lane_store(config: LaneConfig) -> LaneStore:
     return LaneStore(Path(config.run_dir) / "lanes" / config.lane.key)
-
-
-def _summary(results) -> list[dict]:
-    rows = []
-    for r in results:
-        spreads = [
-            w.timing.spread_ms / w.timing.median_ms
-            for w in r.verdict.workloads
-            if w.timing and w.timing.median_ms > 0
-        ]
-        rows.append(
-            {
-                "name": r.candidate.name,
-                "status": r.verdict.status.value,
-                "speedup": r.verdict.speedup,
-                "spread": max(spreads, default=None),
-            }
-        )
-    return sorted(rows, key=lambda c: -(c["speedup"] or 0.0))
-
-
-def review(
-    candidates,
-    subject: str,
-    record_dir: Path,
-    agents,
-    timeout_s=None,
-    retries=None,
-    task_dir=None,
-    device_env=None,
-):
-    """The reviewer's decision; `task_dir` (the frozen task) lets a model reviewer read each
-    candidate as its diff against the input, and `device_env` (the lane's device) profile it."""
-    return ask(
-        "reviewer",
-        inputs={"candidates": candidates, "task_dir": task_dir, "device_env": device_env or {}},
-        context={
-            "subject": subject,
-            "candidates": _summary(candidates),
-            "max_spread": max_relative_spread(),
-            "min_samples": MIN_SAMPLES,
-        },
-        record_dir=record_dir,
-        agents=agents,
-        timeout_s=timeout_s,
-        retries=retries,
-    )
 
 
 def _role(config: LaneConfig) -> str:
