@@ -171,18 +171,17 @@ def warm_fork_server(devices, on_cpu: bool = False) -> bool:
     return True
 
 
-def _run_flow(params: dict, out: dict) -> None:
+def _run_flow(req: BakeoffRequest, out: dict) -> None:
     from flows.bakeoff import bakeoff
 
     try:
         with subflows_without_heartbeats():  # the embedded server lives and dies with us
-            rounds = params.pop("rounds", 1)
-            if rounds > 1:
+            if req.rounds > 1:
                 from flows.campaign import campaign
 
-                out["report"] = campaign(rounds=rounds, **params)
+                out["report"] = campaign(req)
             else:
-                out["report"] = bakeoff(**params)
+                out["report"] = bakeoff(req)
     except BaseException as exc:  # handed to the main thread
         out["error"] = exc
 
@@ -305,9 +304,9 @@ def _run_locked(
     from tasks.agents import check_agents  # first Prefect import: the request is good by now
 
     check_agents(req.agents)
-    params = req.model_dump(exclude={"run_dir"}) | {"run_dir": str(run_dir)}
+    here = req.model_copy(update={"run_dir": str(run_dir)})
     out: dict = {}
-    worker = threading.Thread(target=_run_flow, args=(params, out), name="bakeoff", daemon=True)
+    worker = threading.Thread(target=_run_flow, args=(here, out), name="bakeoff", daemon=True)
     store = RunStore(run_dir)
     earlier = store.progress()  # how an earlier run of this directory ended: said if resumed
     if earlier.phase == "starting" and earlier.previous is not None:

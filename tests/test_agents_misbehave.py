@@ -82,10 +82,11 @@ def env(monkeypatch, tmp_path):
 def bake(softmax: Path, api: ScriptedAPI, monkeypatch, budget: int):
     """An author lane; each test its own budget, so that no test's lane is another's, reused."""
     from flows.bakeoff import bakeoff
+    from tasks.request import BakeoffRequest
 
     monkeypatch.setenv("BAKEOFF_AGENT_BASE_URL", api.base_url)
-    return bakeoff(str(softmax), mode="author", target_language="triton", budget=budget, samples=5,
-                   runs_root=str(softmax.parent))  # fmt: skip
+    return bakeoff(BakeoffRequest(kernel_path=str(softmax), mode="author", target_language="triton",
+                                  budget=budget, samples=5, runs_root=str(softmax.parent)))  # fmt: skip
 
 
 def test_a_lying_escaping_crashing_model_does_not_win(prefect_api, softmax, env, monkeypatch, tmp_path):  # fmt: skip
