@@ -13,6 +13,7 @@ from pathlib import Path
 import git
 import pytest
 
+from scripts.verdict import Status
 from tests.agent_env import AGENT_ENV, KEY_PREFIX, held_key
 from tests.agent_kernels import KEY_SEARCH, WRONG, rows_kernel, tiny_softmax
 from tests.conftest import run_cli
@@ -208,7 +209,7 @@ def test_a_loss_writes_no_learned_card(prefect_api, softmax, agent_env, monkeypa
         report = bake(softmax, "author", api, 1, monkeypatch)
         assert api.remaining() == 0
     (lane,) = report.lanes
-    assert lane.status == "completed" and lane.candidates[0].verdict.status.value != "PASSED"
+    assert lane.status == "completed" and lane.candidates[0].verdict.status is not Status.PASSED
     assert report.winner is None and not list(agent_env.glob("*.md"))
     assert "no learned card" in (Path(lane.lane_dir) / "lane.log").read_text()
 

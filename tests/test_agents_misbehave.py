@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from scripts.verdict import Status
 from tasks.agents.transcript import events
 from tasks.language_rule import NO_TRITON
 from tests.agent_env import AGENT_ENV, held_key
@@ -129,7 +130,7 @@ def test_a_lying_escaping_crashing_model_does_not_win(prefect_api, softmax, env,
     (lane,) = report.lanes
     assert lane.status == "completed"
     fake, cache = (c.verdict for c in lane.candidates)
-    assert fake.status.value == "FLAGGED" and fake.reason == NO_TRITON
+    assert fake.status is Status.FLAGGED and fake.reason == NO_TRITON
     assert fake.triton_kernels == [] and "launched no Triton kernel" in said[1]
     assert not cache.passed and cache.reason != NO_TRITON and cache.triton_kernels == ["_rows"]
     # the forgery never reached the record: the box hides the lane's files from the command
