@@ -79,7 +79,9 @@ AGENTS = {
 
 
 def run(devices: list[str] | None, cpu_slots: int | None, runs: Path, label: str) -> dict:
-    from flows.bakeoff import bakeoff, subflows_without_heartbeats
+    from flows.bakeoff import bakeoff
+    from flows.prefect_workarounds import subflows_without_heartbeats
+    from tasks.request import BakeoffRequest
 
     run_dir = runs / "bench"
     for stale in run_dir.glob("lanes/*/roles/gpu_work.json"):
@@ -87,14 +89,16 @@ def run(devices: list[str] | None, cpu_slots: int | None, runs: Path, label: str
     started = time.perf_counter()
     with subflows_without_heartbeats():
         report = bakeoff(
-            str(KERNEL),
-            mode="bakeoff",
-            budget=1,
-            gpu_ids=devices,
-            cpu_slots=cpu_slots,
-            run_dir=str(run_dir),
-            agents=AGENTS,
-            fresh=True,
+            BakeoffRequest(
+                kernel_path=str(KERNEL),
+                mode="bakeoff",
+                budget=1,
+                gpu_ids=devices,
+                cpu_slots=cpu_slots,
+                run_dir=str(run_dir),
+                agents=AGENTS,
+                fresh=True,
+            )
         )
     wall = time.perf_counter() - started
     failed = [f"{x.key}: {x.reason}" for x in report.lanes if x.status != "completed"]

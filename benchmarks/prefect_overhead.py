@@ -51,7 +51,9 @@ AGENTS = {
 
 
 def one(lanes: int, seconds: float, slots: int, runs: Path) -> dict:
-    from flows.bakeoff import bakeoff, subflows_without_heartbeats
+    from flows.bakeoff import bakeoff
+    from flows.prefect_workarounds import subflows_without_heartbeats
+    from tasks.request import BakeoffRequest
 
     os.environ.update(BENCH_LANES=str(lanes), BENCH_SECONDS=str(seconds))
     run_dir = runs / "bench"  # one frozen task for every run: freezing is not what is measured
@@ -60,13 +62,15 @@ def one(lanes: int, seconds: float, slots: int, runs: Path) -> dict:
     started = time.perf_counter()
     with subflows_without_heartbeats():  # as `bakeoff run` does
         report = bakeoff(
-            str(KERNEL),
-            mode="bakeoff",
-            budget=1,
-            cpu_slots=slots,
-            run_dir=str(run_dir),
-            agents=AGENTS,
-            fresh=True,
+            BakeoffRequest(
+                kernel_path=str(KERNEL),
+                mode="bakeoff",
+                budget=1,
+                cpu_slots=slots,
+                run_dir=str(run_dir),
+                agents=AGENTS,
+                fresh=True,
+            )
         )
     wall = time.perf_counter() - started
     assert len(report.lanes) == lanes and all(x.status == "completed" for x in report.lanes)

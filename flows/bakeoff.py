@@ -12,7 +12,9 @@ threads of this process (`dispatch="local"`), at most one per device, or as runs
 deployment served by GPU workers on other hosts (`dispatch="deployment"`). A lane whose
 result from an earlier run has the same cache key is reused unless `fresh`.
 
-Run as `python -m flows.bakeoff KERNEL_PATH [MODE]`, or `bakeoff run` (flows/cli.py).
+Its one parameter is a `BakeoffRequest` (tasks/request.py), as a lane's is a `LaneConfig`: a
+deployment run passes `{"request": {"kernel_path": ..., "mode": ...}}`. Run as
+`python -m flows.bakeoff KERNEL_PATH [MODE]`, or `bakeoff run` (flows/cli.py).
 """
 
 from __future__ import annotations
@@ -22,22 +24,20 @@ import shutil
 import sys
 import threading
 import uuid
-from contextlib import contextmanager
 from pathlib import Path
 
 from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
-from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
 from flows import phases
 from flows.discover import discover
 from flows.freeze import freeze
-from flows.lane import LaneStarts, lane, lane_store
+from flows.lane import lane, lane_store
+from flows.prefect_workarounds import LaneStarts, outlive_worker, subflows_without_heartbeats
 from flows.report import publish, report
-from flows.worker_output import outlive_worker
 from tasks.agents import check_agents
 from tasks.progress import RunProgress
-from tasks.request import BakeoffRequest, resolve_lanes, validate
+from tasks.request import BakeoffRequest, parse_request, resolve_lanes, validate
 from tasks.results import LaneConfig, LaneResult, Report
 from tasks.run_lock import run_lock
 from tasks.run_store import RunStore, default_run_dir, lane_cache_key, now
@@ -46,8 +46,10 @@ MAX_LANES_AT_ONCE = 64  # lanes beyond the devices wait for a lease anyway
 
 
 def _run_name() -> str:
-    params = flow_run.parameters
-    return f"{Path(str(params.get('kernel_path', '?'))).name} {params.get('mode', 'optimize')}"
+    request = flow_run.parameters.get("request") or {}
+    if isinstance(request, BakeoffRequest):
+        request = request.model_dump()
+    return f"{Path(str(request.get('kernel_path', '?'))).name} {request.get('mode', 'optimize')}"
 
 
 def _failed(config: LaneConfig, reason: str) -> LaneResult:
@@ -127,18 +129,6 @@ def run_lane(
         if found is not None and found.attempt == config.attempt:
             return found
         return _failed(config, f"lane ended without a result: {type(exc).__name__}: {exc}")
-
-
-@contextmanager
-def subflows_without_heartbeats():
-    """Subflows and lanes started inside run without flow-run heartbeats.
-
-    They run in this process, whose own flow run's heartbeat already tells the server it is
-    alive, and Prefect 3.9 makes every sync flow run wait up to 1 s for its heartbeat thread
-    when it ends: a second per subflow, per lane, for nothing.
-    """
-    with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
-        yield
 
 
 def _discover(req: BakeoffRequest, frozen, run_root: Path, warnings: list[str]):
@@ -231,43 +221,18 @@ def _run_lanes(req: BakeoffRequest, configs: list[LaneConfig], reused: dict) -> 
 
 
 @flow(name="bakeoff", flow_run_name=_run_name)
-def bakeoff(
-    kernel_path: str,
-    mode: str = "optimize",
-    target_language: str | None = None,
-    backends: list[str] | None = None,
-    budget: int = 4,
-    gpu_ids: list[str] | None = None,
-    gpu_mode: str = "pool",
-    cpu_slots: int | None = None,
-    fresh: bool = False,
-    dispatch: str = "local",
-    run_dir: str | None = None,
-    runs_root: str = "runs",
-    agents: dict[str, str] | None = None,
-    strategy: str = "auto",
-    agent_timeout_s: float | None = None,
-    agent_retries: int | None = None,
-    lane_timeout_s: float = 3600.0,
-    check_timeout_s: float = 300.0,
-    samples: int | None = None,
-    lane_deployment: str = "lane/local",
-    apply_to_original: bool = False,
-    seed: dict | None = None,
-    history_url: str | None = None,
-) -> Report:
+def bakeoff(request: BakeoffRequest) -> Report:
     """Freeze, (discover,) run the lanes and report; see the module docstring for the modes."""
     outlive_worker()  # a deployment's run: its worker may die before it
     logger = get_run_logger()
-    params = {k: v for k, v in locals().items() if k in BakeoffRequest.model_fields}
-    req = validate(BakeoffRequest(**{**params, "agents": agents or {}}))
+    req = validate(request)
     check_agents(req.agents)
     from scripts.isolation import warning
 
     if unsafe := warning():
         logger.warning(unsafe)
     run_root = req.run_dir or default_run_dir(
-        Path(kernel_path), Path(runs_root), req.mode, req.target_language
+        Path(req.kernel_path), Path(req.runs_root), req.mode, req.target_language
     )
     run_root = Path(run_root).resolve()
     with run_lock(run_root):  # one bake-off at a time here (tasks/run_lock.py)
@@ -281,10 +246,10 @@ def bakeoff(
             shutil.rmtree(run_root / "checked", ignore_errors=True)
         with subflows_without_heartbeats():
             frozen = freeze(
-                str(Path(kernel_path).resolve()),
+                str(Path(req.kernel_path).resolve()),
                 str(store.task_dir),
                 req.pool,
-                specs_root=str(Path(runs_root).resolve()),
+                specs_root=str(Path(req.runs_root).resolve()),
             )
             if frozen.source.written:  # oracle_freezer wrote the spec: kept here, said once
                 from tasks.input_identity import record_in
@@ -314,8 +279,8 @@ def bakeoff(
             for w in warnings:
                 logger.warning(w)
             configs = _configs(req, frozen, specs, run_root, attempt)
-            if seed:  # a campaign round (flows/campaign.py): every lane starts from the best so far
-                configs = [c.model_copy(update={"seed": seed}) for c in configs]
+            if req.seed:  # a campaign round (flows/campaign.py): lanes start from the best so far
+                configs = [c.model_copy(update={"seed": req.seed}) for c in configs]
             logger.info(
                 f"{len(configs)} lane(s): "
                 + ", ".join(f"{c.lane.key}:{c.lane.mode}" for c in configs)
@@ -342,13 +307,13 @@ def bakeoff(
                 results,
                 discovered,
                 warnings,
-                history_url,
+                req.history_url,
                 publish_artifacts=False,
                 agents=req.agents,
             )
         publish(final, scope=artifact_scope())  # on this run, the one a user opens
         logger.info(phases.winner_line(final))
-        if apply_to_original:  # the winner onto a new branch of the input's repository
+        if req.apply_to_original:  # the winner onto a new branch of the input's repository
             from tasks.apply.hook import apply_and_record
 
             apply_and_record(final, discovered, logger)
@@ -365,5 +330,6 @@ def artifact_scope() -> str:
 
 
 if __name__ == "__main__":
-    done = bakeoff(sys.argv[1], *(sys.argv[2:3] or []))
+    args = dict(zip(("kernel_path", "mode"), sys.argv[1:3], strict=False))
+    done = bakeoff(parse_request(args))
     print(Path(done.report_path).read_text())

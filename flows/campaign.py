@@ -8,6 +8,7 @@
 
 Each round's lanes get the best variant so far as `seed` (tasks.results.LaneConfig.seed: the
 variant itself, for model-driven roles, and the shared search history for the search).
+Its one parameter is a `BakeoffRequest` (tasks/request.py), `rounds` its number of rounds.
 Run as `bakeoff run KERNEL --rounds N`.
 """
 
@@ -18,40 +19,41 @@ import os
 from pathlib import Path
 
 from prefect import flow, get_run_logger
+from prefect.runtime import flow_run
 
-from flows.bakeoff import bakeoff, subflows_without_heartbeats
+from flows.bakeoff import bakeoff
 from flows.freeze import freeze
+from flows.prefect_workarounds import subflows_without_heartbeats
 from scripts import manifest
 from tasks.apply.hook import apply_and_record
 from tasks.campaign import Ledger, RoundEntry, archive_for, improves, note_for, round_best
-from tasks.results import PoolConfig, Report
+from tasks.request import BakeoffRequest
+from tasks.results import Report
 from tasks.run_store import RunStore, default_run_dir
 from tasks.store.history import history_url
 
 
-@flow(name="campaign", flow_run_name="campaign {kernel_path} x{rounds}")
-def campaign(
-    kernel_path: str,
-    rounds: int = 2,
-    run_dir: str | None = None,
-    apply_to_original: bool = False,
-    **params,
-) -> Report:
-    """The report of the round that found the best variant (else the last round's)."""
+def _run_name() -> str:
+    request = flow_run.parameters.get("request") or {}
+    if isinstance(request, BakeoffRequest):
+        request = request.model_dump()
+    return f"campaign {request.get('kernel_path', '?')} x{request.get('rounds', 1)}"
+
+
+@flow(name="campaign", flow_run_name=_run_name)
+def campaign(request: BakeoffRequest) -> Report:
+    """`request.rounds` bake-offs of `request`; the report of the round that found the best
+    variant (else the last round's)."""
     logger = get_run_logger()
-    runs_root = params.get("runs_root", "runs")
-    root = Path(run_dir or default_run_dir(Path(kernel_path), Path(runs_root))).resolve()
+    kernel_path, rounds = request.kernel_path, request.rounds
+    runs_root = request.runs_root
+    root = Path(request.run_dir or default_run_dir(Path(kernel_path), Path(runs_root))).resolve()
     store = RunStore(root)
-    pool = PoolConfig(
-        gpu_ids=params.get("gpu_ids"),
-        gpu_mode=params.get("gpu_mode", "pool"),
-        cpu_slots=params.get("cpu_slots"),
-    )
     with subflows_without_heartbeats():  # a directory without a spec gets one here
         frozen = freeze(
             str(Path(kernel_path).resolve()),
             str(store.task_dir),
-            pool,
+            request.pool,
             specs_root=str(Path(runs_root).resolve()),
         )
     task = Path(frozen.task_dir)
@@ -60,7 +62,7 @@ def campaign(
     oracle = manifest.verify(task)  # re-derived: a forged id is refused
     archive = archive_for(root)
     ledger = Ledger(op=spec["name"], oracle_sha256=oracle, rounds_planned=rounds)
-    url = params.pop("history_url", None) or history_url(Path(root).parent)
+    url = request.history_url or history_url(Path(root).parent)
     reports: list[Report] = []
     for n in range(1, rounds + 1):
         round_dir = root / "rounds" / f"{n:02d}"
@@ -72,13 +74,10 @@ def campaign(
         logger.info(f"round {n}/{rounds}: seeded from {seed.name if seed else 'the baseline'}")
         seed_info = seed.model_dump(mode="json") if seed else {}
         seed_info["history_dir"] = str(root / "search-history")
-        with subflows_without_heartbeats():
+        one_round = {"run_dir": str(round_dir), "seed": seed_info, "history_url": url}
+        with subflows_without_heartbeats():  # the campaign applies its winner, not a round
             rep = bakeoff(
-                kernel_path,
-                run_dir=str(round_dir),
-                seed=seed_info,
-                history_url=url,
-                **params,
+                request.model_copy(update=one_round | {"rounds": 1, "apply_to_original": False})
             )
         reports.append(rep)
         entry = RoundEntry(round=n, run_dir=str(round_dir), seed=seed, report=rep.report_path)
@@ -97,6 +96,6 @@ def campaign(
     store.set_phase("done", report=str(root / "campaign.md"))
     improved = [i for i, entry in enumerate(ledger.rounds) if entry.improved]
     final = reports[improved[-1] if improved else -1]
-    if apply_to_original:
+    if request.apply_to_original:
         apply_and_record(final, None, logger)
     return final

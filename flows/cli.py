@@ -175,25 +175,27 @@ def _csv(value: str | None) -> list[str] | None:
 
 def cmd_run(args) -> int:
     from flows.live import run  # Prefect loads only after the request has been checked
-    from tasks.request import BakeoffRequest
+    from tasks.request import parse_request
 
-    request = BakeoffRequest(
-        kernel_path=args.kernel_path,
-        mode=args.mode,
-        target_language=args.target_language,
-        backends=_csv(args.backends),
-        budget=args.budget,
-        gpu_ids=_csv(args.gpu_ids),
-        gpu_mode=args.gpu_mode,
-        cpu_slots=args.cpu_slots,
-        fresh=args.fresh,
-        run_dir=args.run_dir,
-        runs_root=args.runs_root,
-        lane_timeout_s=args.lane_timeout,
-        check_timeout_s=args.check_timeout,
-        samples=args.samples,
-        apply_to_original=args.apply,
-        rounds=args.rounds,
+    request = parse_request(  # bad input: BadInput, one line naming the field
+        {
+            "kernel_path": args.kernel_path,
+            "mode": args.mode,
+            "target_language": args.target_language,
+            "backends": _csv(args.backends),
+            "budget": args.budget,
+            "gpu_ids": _csv(args.gpu_ids),
+            "gpu_mode": args.gpu_mode,
+            "cpu_slots": args.cpu_slots,
+            "fresh": args.fresh,
+            "run_dir": args.run_dir,
+            "runs_root": args.runs_root,
+            "lane_timeout_s": args.lane_timeout,
+            "check_timeout_s": args.check_timeout,
+            "samples": args.samples,
+            "apply_to_original": args.apply,
+            "rounds": args.rounds,
+        }
     )
     return run(request, as_json=args.json, debug=args.debug, retime_baseline=args.retime_baseline)
 

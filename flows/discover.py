@@ -11,7 +11,6 @@ from pathlib import Path
 
 from prefect import flow, get_run_logger
 
-from flows.lane import review
 from scripts import manifest
 from scripts.baseline import FrozenBaseline
 from scripts.spec import OpSpec
@@ -22,6 +21,7 @@ from tasks.discover_resume import ResumingEvaluator, finished_checks
 from tasks.discover_table import matched_line
 from tasks.gpu_pool import DevicePool
 from tasks.results import DiscoverOutcome, PoolConfig
+from tasks.reviewing import review
 from tasks.run_store import LaneStore, code_version, read_json, task_identity, write_json
 
 

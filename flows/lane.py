@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
-from contextlib import contextmanager
 from pathlib import Path
 
 from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
 
-from flows.worker_output import outlive_worker
+from flows.prefect_workarounds import LaneStarts, outlive_worker
 from scripts.freeze import load_task
 from scripts.verdict import Status
 from tasks.agents import RoleFailed, ask, deterministic
@@ -33,7 +31,7 @@ from tasks.gpu_pool import DevicePool
 from tasks.lane_status import settle
 from tasks.render import render
 from tasks.results import LaneConfig, LaneResult, Lease
-from tasks.roles_default import MIN_SAMPLES, max_relative_spread
+from tasks.reviewing import review
 from tasks.run_store import LaneStore, lane_cache_key, now
 
 
@@ -43,54 +41,6 @@ class LaneFailed(Exception):
 
 class LaneSkipped(Exception):
     """The lane has nothing to run here (no model for an author lane, nothing to tune)."""
-
-
-class LaneStarts:
-    """Starts the lane subflows of one bake-off one at a time, then lets them work together.
-
-    Flow-run writes made while other lanes' tasks are being recorded are answered by the
-    embedded SQLite server with 503, which the client retries only after 2 s or more. So each
-    lane's subflow is created alone (the gate), and no lane starts working (and writing) until
-    every lane has been created (the barrier); then they all run at once.
-    """
-
-    _local = threading.local()
-
-    def __init__(self, count: int, wait_s: float = 60.0):
-        self.gate = threading.Semaphore(1)
-        self.barrier = threading.Barrier(max(1, count))
-        self.wait_s = wait_s
-
-    @contextmanager
-    def starting(self):
-        """Around the subflow call, in the thread that makes it."""
-        self.gate.acquire()
-        self._local.current, self._local.gate_held = self, True
-        try:
-            yield
-        finally:
-            reached = not self._local.gate_held
-            self._open_gate()
-            self._local.current = None
-            if not reached:  # the lane never got going: nobody should wait for it
-                self.barrier.abort()
-
-    def _open_gate(self) -> None:
-        if getattr(self._local, "gate_held", False):
-            self._local.gate_held = False
-            self.gate.release()
-
-    @classmethod
-    def started(cls) -> None:
-        """First act of a lane's body: let the next lane start, wait for the others."""
-        current = getattr(cls._local, "current", None)
-        if current is None:
-            return  # run alone or as a deployment
-        current._open_gate()
-        try:
-            current.barrier.wait(current.wait_s)
-        except threading.BrokenBarrierError:
-            pass
 
 
 def _run_name() -> str:
@@ -104,53 +54,6 @@ def _run_name() -> str:
 
 def lane_store(config: LaneConfig) -> LaneStore:
     return LaneStore(Path(config.run_dir) / "lanes" / config.lane.key)
-
-
-def _summary(results) -> list[dict]:
-    rows = []
-    for r in results:
-        spreads = [
-            w.timing.spread_ms / w.timing.median_ms
-            for w in r.verdict.workloads
-            if w.timing and w.timing.median_ms > 0
-        ]
-        rows.append(
-            {
-                "name": r.candidate.name,
-                "status": r.verdict.status.value,
-                "speedup": r.verdict.speedup,
-                "spread": max(spreads, default=None),
-            }
-        )
-    return sorted(rows, key=lambda c: -(c["speedup"] or 0.0))
-
-
-def review(
-    candidates,
-    subject: str,
-    record_dir: Path,
-    agents,
-    timeout_s=None,
-    retries=None,
-    task_dir=None,
-    device_env=None,
-):
-    """The reviewer's decision; `task_dir` (the frozen task) lets a model reviewer read each
-    candidate as its diff against the input, and `device_env` (the lane's device) profile it."""
-    return ask(
-        "reviewer",
-        inputs={"candidates": candidates, "task_dir": task_dir, "device_env": device_env or {}},
-        context={
-            "subject": subject,
-            "candidates": _summary(candidates),
-            "max_spread": max_relative_spread(),
-            "min_samples": MIN_SAMPLES,
-        },
-        record_dir=record_dir,
-        agents=agents,
-        timeout_s=timeout_s,
-        retries=retries,
-    )
 
 
 def _role(config: LaneConfig) -> str:

@@ -26,8 +26,8 @@ from rich.progress import (
 )
 
 from flows import phases
+from flows.prefect_workarounds import start_beside_freeze, subflows_without_heartbeats
 from flows.run_table import lane_lines, ranking_table, short, winner_line
-from flows.server_warmup import start_beside_freeze, warm_fork_server
 from tasks.freezing import freeze_isolated
 from tasks.gpu_pool import resolve
 from tasks.progress import LaneProgress
@@ -158,18 +158,30 @@ class LaneRows:
             self.say(f"{time.strftime('%H:%M:%S')} {line.strip()}")
 
 
-def _run_flow(params: dict, out: dict) -> None:
-    from flows.bakeoff import bakeoff, subflows_without_heartbeats
+def warm_fork_server(devices, on_cpu: bool = False) -> bool:
+    """Start the fork server for the checks on the pool's first device (Discover's, where the
+    pool is free) without waiting for it; not on a CPU-only host unless `on_cpu`. True if
+    started (or already running). Beside the freeze, on a GPU host only: its import of torch
+    (seconds, docs/studies/h200_figures.md) was the first check's time."""
+    if devices.kind == "cpu" and not on_cpu:
+        return False
+    from scripts.check import warm_up
+
+    warm_up(devices.env_for(devices.ids[0]))
+    return True
+
+
+def _run_flow(req: BakeoffRequest, out: dict) -> None:
+    from flows.bakeoff import bakeoff
 
     try:
         with subflows_without_heartbeats():  # the embedded server lives and dies with us
-            rounds = params.pop("rounds", 1)
-            if rounds > 1:
+            if req.rounds > 1:
                 from flows.campaign import campaign
 
-                out["report"] = campaign(rounds=rounds, **params)
+                out["report"] = campaign(req)
             else:
-                out["report"] = bakeoff(**params)
+                out["report"] = bakeoff(req)
     except BaseException as exc:  # handed to the main thread
         out["error"] = exc
 
@@ -292,9 +304,9 @@ def _run_locked(
     from tasks.agents import check_agents  # first Prefect import: the request is good by now
 
     check_agents(req.agents)
-    params = req.model_dump(exclude={"run_dir"}) | {"run_dir": str(run_dir)}
+    here = req.model_copy(update={"run_dir": str(run_dir)})
     out: dict = {}
-    worker = threading.Thread(target=_run_flow, args=(params, out), name="bakeoff", daemon=True)
+    worker = threading.Thread(target=_run_flow, args=(here, out), name="bakeoff", daemon=True)
     store = RunStore(run_dir)
     earlier = store.progress()  # how an earlier run of this directory ended: said if resumed
     if earlier.phase == "starting" and earlier.previous is not None:

@@ -3,6 +3,7 @@ so `prefect deployment run ... --watch` and the UI's log say how each phase ende
 
 from __future__ import annotations
 
+from scripts.verdict import Status
 from tasks.progress import RunProgress
 from tasks.results import DiscoverOutcome, LaneResult, Report
 
@@ -14,7 +15,7 @@ def _best(candidates) -> str:
         for c in candidates
         if c.verdict.speedup is not None
         and c.candidate.mode != "baseline"
-        and c.verdict.status.value == "PASSED"
+        and c.verdict.status is Status.PASSED
     ]
     if not passed:
         return "no candidate passed"

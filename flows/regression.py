@@ -29,12 +29,13 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NONE
 from prefect.states import Completed, Failed
 
-from flows.bakeoff import bakeoff, subflows_without_heartbeats
-from flows.worker_output import outlive_worker
+from flows.bakeoff import bakeoff
+from flows.prefect_workarounds import outlive_worker, subflows_without_heartbeats
 from scripts.errors import BadInput
 from scripts.verdict import Verdict
 from tasks.gpu_pool import DevicePool
 from tasks.render import render
+from tasks.request import BakeoffRequest
 from tasks.results import PoolConfig
 from tasks.run_store import write_json
 from tasks.store import history
@@ -194,15 +195,9 @@ def _bakeoff(entry: dict, night: Path, gpu_ids, gpu_mode, agents, url, logger) -
     out = {"status": "completed", "reason": "", "winner": None, "speedup": None, "lanes": ""}
     try:
         with subflows_without_heartbeats():
-            rep = bakeoff(
-                **entry,
-                runs_root=str(night),
-                gpu_ids=gpu_ids,
-                gpu_mode=gpu_mode,
-                agents=agents,
-                fresh=True,
-                history_url=url,
-            )
+            tonight = {"runs_root": str(night), "fresh": True, "history_url": url}
+            host = {"gpu_ids": gpu_ids, "gpu_mode": gpu_mode, "agents": agents or {}}
+            rep = bakeoff(BakeoffRequest(**entry, **tonight, **host))
     except Exception as exc:
         out.update(status="failed", reason=f"{type(exc).__name__}: {exc}")
         logger.error(f"{entry['kernel_path']}: {out['reason']}")

@@ -22,7 +22,7 @@ from scripts import manifest
 from tasks import report_html
 from tasks.ranking import baseline_stats, measurement, rank
 from tasks.render import render
-from tasks.results import DiscoverOutcome, LaneResult, Report
+from tasks.results import DiscoverOutcome, LaneResult, Report, Standing
 from tasks.run_store import write_json
 from tasks.store import history
 
@@ -44,7 +44,8 @@ def table_rows(report: Report) -> list[dict]:
             ms = r.median_ms.get(name)
             row[f"{name} ms"] = None if ms is None else float(f"{ms:.4g}")
         row["overall"] = None if r.speedup is None else round(r.speedup, 4)
-        row.update(status=r.status, why="" if r.status == "winner" else r.detail, files=r.path)
+        why = "" if r.status is Standing.WINNER else r.detail
+        row.update(status=str(r.status), why=why, files=r.path)
         rows.append(row)
     return rows
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from tasks.results import Report
+from tasks.results import Report, Standing
 
 # Rows whose status needs no words: a winner is explained below the table.
-SELF_EXPLAINED = ("winner",)
+SELF_EXPLAINED = (Standing.WINNER,)
 REASON_CHARS = 90
 
 
@@ -41,8 +41,8 @@ def ranking_table(report: Report) -> Table:
                 ("-" if x is None else f"{x:.3f}x") + ("" if ms is None else f"\n{ms:.4g} ms")
             )
         why = "" if r.status in SELF_EXPLAINED else short(r.detail)
-        cells += ["-" if r.speedup is None else f"{r.speedup:.3f}x", r.status, why]
-        table.add_row(*cells, style="bold green" if r.status == "winner" else None)
+        cells += ["-" if r.speedup is None else f"{r.speedup:.3f}x", str(r.status), why]
+        table.add_row(*cells, style="bold green" if r.status is Standing.WINNER else None)
     return table
 
 

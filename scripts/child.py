@@ -34,7 +34,6 @@ from scripts.arch import detect, flush_bytes  # noqa: E402
 from scripts.fingerprint import device_kind  # noqa: E402
 from scripts.formats import module_for  # noqa: E402
 from scripts.smclock import SmClock  # noqa: E402
-from scripts.spec import OpSpec  # noqa: E402
 from scripts.torch_work import Tally  # noqa: E402
 from scripts.verdict import Status  # noqa: E402
 
@@ -189,7 +188,7 @@ class Runner:
         self.clock = clock
         self.flush = flusher
         self.device = device
-        self.spec = OpSpec.model_validate(request.spec)
+        self.spec = request.spec
         self.fmt = module_for(self.spec.format)
         self.src_dir = Path(request.src_dir)
         self.spent_ns = 0
@@ -439,7 +438,7 @@ def main(argv: list[str]) -> int:
         clock.audit = audit
         audit.warm()  # the profiler's first start takes seconds: beside the load and compile
     sm_clock = SmClock()  # None on every read without an NVIDIA device
-    spec = OpSpec.model_validate(request.spec)
+    spec = request.spec
     fmt = module_for(spec.format)
     torch.set_grad_enabled(False)  # as in the judge: values, not autograd graphs
     if device == "cpu" and "OMP_NUM_THREADS" not in os.environ:

@@ -274,7 +274,7 @@ class Judge:
         if timing_only:
             seeds = [s.model_copy(update={"trial_seeds": []}) for s in seeds]
         child_request = protocol.ChildRequest(
-            spec=self.full_spec.model_dump(mode="json"),
+            spec=self.full_spec,
             src_dir=str(self.task / "baseline_src"),
             candidate=candidate,
             results=str(scratch / "results"),

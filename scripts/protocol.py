@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from scripts.spec import OpSpec
 from scripts.verdict import Status
 
 DEFAULT_TRIALS = 3
@@ -59,7 +60,7 @@ class WorkloadSeeds(BaseModel):
 
 class ChildRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    spec: dict
+    spec: OpSpec  # the full op spec; the child reads its inputs and workloads from it
     src_dir: str
     candidate: str | None
     results: str

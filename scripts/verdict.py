@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
-from enum import Enum
+from enum import StrEnum
 
 from pydantic import BaseModel, Field, computed_field, model_validator
 
 
-class Status(str, Enum):
+class Status(StrEnum):
+    """A check's verdict. A StrEnum: written, formatted or compared, it is its word."""
+
     PASSED = "PASSED"
     COMPILE_ERROR = "COMPILE_ERROR"
     RUNTIME_ERROR = "RUNTIME_ERROR"

@@ -28,12 +28,12 @@ from typing import Protocol
 
 from pydantic import BaseModel, Field
 
-from tasks.results import Report
+from tasks.results import Report, Standing
 from tasks.run_store import write_json
 
 ARCHIVE_ENV = "BAKEOFF_REFERENCE_ARCHIVE"
-NOT_A_VARIANT = {"flagged", "lane-failed", "baseline"}
-ELIGIBLE = {"winner", "eligible", "within-spread", "passed"}
+NOT_A_VARIANT = {Standing.FLAGGED, Standing.LANE_FAILED, Standing.BASELINE}
+ELIGIBLE = {Standing.WINNER, Standing.ELIGIBLE, Standing.WITHIN_SPREAD, Standing.PASSED}
 
 
 class Variant(BaseModel):

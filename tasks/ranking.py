@@ -33,7 +33,7 @@ from typing import NamedTuple
 from scripts.baseline import FrozenBaseline
 from scripts.verdict import Status, geomean
 from tasks.models import CandidateResult
-from tasks.results import CandidateRow, DiscoverOutcome, LaneResult, Review
+from tasks.results import CandidateRow, DiscoverOutcome, LaneResult, Review, Standing
 from tasks.roles_default import max_relative_spread, timing_doubts
 
 
@@ -159,37 +159,37 @@ def _status(
     m: float | None,
     base_interpreted: bool = False,
     fig: Figures | None = None,
-) -> tuple[str, str]:
+) -> tuple[Standing | Status, str]:
     v = result.verdict
     speedup, drift = (fig.speedup, fig.drift) if fig else (v.speedup, [])
     if v.status is not Status.PASSED:
-        return v.status.value, v.reason or ""
+        return v.status, v.reason or ""
     if failed_reason is not None:
-        return "lane-failed", failed_reason
+        return Standing.LANE_FAILED, failed_reason
     if result.candidate.mode == "baseline":
-        return "baseline", "the input re-measured by Discover; never a winner"
+        return Standing.BASELINE, "the input re-measured by Discover; never a winner"
     if interpreted(result.candidate.language, v.device) != base_interpreted:
         which = "the baseline" if base_interpreted else "this candidate"
-        return "not-comparable", (
+        return Standing.NOT_COMPARABLE, (
             f"{which} ran under Triton's CPU interpreter and the other natively: the ratio "
             "measures the interpreter, not the kernels"
         )
     if drift:  # its figure was taken on a machine that had moved: not a number to rank on
-        return "flagged", "; ".join(drift) + "; check it again on a quiet machine"
+        return Standing.FLAGGED, "; ".join(drift) + "; check it again on a quiet machine"
     if review is not None and result.candidate.name in review.flagged:
-        return "flagged", "; ".join(review.flagged[result.candidate.name])
+        return Standing.FLAGGED, "; ".join(review.flagged[result.candidate.name])
     if review is None or review.candidate != result.candidate.name:
-        return "passed", "not the best of its lane, so not reviewed"
+        return Standing.PASSED, "not the best of its lane, so not reviewed"
     if review.decision != "accepted":
-        return "flagged", "; ".join(review.reasons)
+        return Standing.FLAGGED, "; ".join(review.reasons)
     if speedup is not None and speedup < 1:
-        return "slower", f"{speedup:.3f}x: slower than the baseline"
+        return Standing.SLOWER, f"{speedup:.3f}x: slower than the baseline"
     if m is None or speedup is None or speedup <= 1 + m:
         need = f"more than {1 + m:.3f}x" if m is not None else "a measured spread"
-        return "within-spread", (
+        return Standing.WITHIN_SPREAD, (
             f"faster ({speedup or 0:.3f}x) but within the spread: a win needs {need}"
         )
-    return "eligible", "; ".join(review.reasons)
+    return Standing.ELIGIBLE, "; ".join(review.reasons)
 
 
 def _row(result, source, review, failed_reason, base, base_interp=False) -> CandidateRow:
@@ -211,7 +211,7 @@ def _row(result, source, review, failed_reason, base, base_interp=False) -> Cand
         baseline_beside_ms=fig.beside_ms,
         margin=m,
         spread=_spread(result),
-        comparable=status != "not-comparable",
+        comparable=status is not Standing.NOT_COMPARABLE,
         path=result.candidate.path,
         built_from=result.candidate.origin or "",
     )
@@ -231,17 +231,17 @@ def _promote(group: list[tuple[CandidateResult, CandidateRow]], review: Review |
     """When the candidate the reviewer accepted does not beat the spread, the next fastest of
     the same source that passed, has sound timings and does beat it becomes eligible."""
     accepted = review is not None and review.decision == "accepted"
-    if not accepted or any(row.status == "eligible" for _, row in group):
+    if not accepted or any(row.status is Standing.ELIGIBLE for _, row in group):
         return
-    waiting = [(r, row) for r, row in group if row.status == "passed"]
+    waiting = [(r, row) for r, row in group if row.status is Standing.PASSED]
     reviewed = next((row for _, row in group if row.name == review.candidate), None)
     why = "did not beat the spread"
-    if reviewed is not None and reviewed.status == "flagged":
+    if reviewed is not None and reviewed.status is Standing.FLAGGED:
         why = "was flagged"
     for result, row in sorted(waiting, key=lambda pair: -(pair[1].speedup or 0.0)):
         beats = row.margin is not None and (row.speedup or 0.0) > 1 + row.margin
         if beats and not timing_doubts(result):
-            row.status = "eligible"
+            row.status = Standing.ELIGIBLE
             row.detail = (
                 f"{review.candidate}, the reviewed one, {why}; this one beats the spread "
                 f"({row.speedup:.3f}x > {1 + row.margin:.3f}x) and its timings hold up"
@@ -251,7 +251,14 @@ def _promote(group: list[tuple[CandidateResult, CandidateRow]], review: Review |
 
 # Which of two rows of one check stays: a reviewer's acceptance, then a reviewer's words on
 # it (doubts, "within the spread", "slower") before a row no reviewer looked at.
-STANDING = ("eligible", "flagged", "within-spread", "slower", "passed", "lane-failed")
+STANDING = (
+    Standing.ELIGIBLE,
+    Standing.FLAGGED,
+    Standing.WITHIN_SPREAD,
+    Standing.SLOWER,
+    Standing.PASSED,
+    Standing.LANE_FAILED,
+)
 
 
 def _one_row_per_check(pairs: list[tuple[CandidateResult, CandidateRow]]) -> list[CandidateRow]:
@@ -300,16 +307,22 @@ def rank(
     rows.sort(key=lambda r: (not r.comparable, tier(r), r.speedup is None, -(r.speedup or 0.0)))
     for i, row in enumerate(rows, 1):
         row.rank = i
-    winner = next((r for r in rows if r.status == "eligible"), None)
+    winner = next((r for r in rows if r.status is Standing.ELIGIBLE), None)
     if winner is not None:
-        winner.status = "winner"
+        winner.status = Standing.WINNER
     return rows, winner
 
 
 # Contenders whose figures stand, then rows someone doubted (each group by speed), then the
 # input re-measured as a candidate (a reference row, never a contender), then failures.
-STANDS = ("winner", "eligible", "passed", "within-spread", "slower")
-DOUBTED = ("flagged", "lane-failed")
+STANDS = (
+    Standing.WINNER,
+    Standing.ELIGIBLE,
+    Standing.PASSED,
+    Standing.WITHIN_SPREAD,
+    Standing.SLOWER,
+)
+DOUBTED = (Standing.FLAGGED, Standing.LANE_FAILED)
 
 
 def tier(row: CandidateRow) -> int:
@@ -317,7 +330,7 @@ def tier(row: CandidateRow) -> int:
         return 0
     if row.status in DOUBTED:
         return 1
-    return 2 if row.status == "baseline" else 3
+    return 2 if row.status is Standing.BASELINE else 3
 
 
 def best_measured(rows: list[CandidateRow]) -> CandidateRow | None:

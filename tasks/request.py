@@ -6,47 +6,90 @@ before a server or a lane starts.
 
 from __future__ import annotations
 
-import math
 import os
 from pathlib import Path
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from scripts.errors import BadInput
 from tasks.models import DiscoverPlan, LaneMode
-from tasks.results import LaneSpec, PoolConfig
+from tasks.results import BakeoffMode, Dispatch, GpuMode, LaneSpec, PoolConfig
+from tasks.roles_default import MIN_SAMPLES
 
-MODES = ("optimize", "author", "bakeoff")
-DISPATCH = ("local", "deployment")
+# A deadline in seconds: more than nothing, and a number (a deadline of nan or inf is none)
+Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
 
 class BakeoffRequest(BaseModel):
+    """What a bake-off is asked to do: the one parameter of the `bakeoff` flow, and what
+    `bakeoff run` builds from its options. The fields check themselves (pydantic); `validate`
+    adds what needs the host (the input exists, the devices and languages are known)."""
+
     kernel_path: str
-    mode: str = "optimize"
+    mode: BakeoffMode = "optimize"
     target_language: str | None = None
     backends: list[str] | None = None
-    budget: int = 4
+    budget: int = Field(4, ge=1, description="candidates each lane may check")
     gpu_ids: list[str] | None = None
-    gpu_mode: str = "pool"
-    cpu_slots: int | None = None
+    gpu_mode: GpuMode = "pool"
+    cpu_slots: int | None = Field(None, ge=1, description="lanes at once on a host without GPUs")
     fresh: bool = False
-    dispatch: str = "local"
+    dispatch: Dispatch = "local"
     run_dir: str | None = None
     runs_root: str = "runs"
     agents: dict[str, str] = Field(default_factory=dict)
     strategy: str = "auto"
-    agent_timeout_s: float | None = None
-    agent_retries: int | None = None
-    lane_timeout_s: float = 3600.0
-    check_timeout_s: float = 300.0
-    samples: int | None = None
+    agent_timeout_s: Seconds | None = None
+    agent_retries: int | None = Field(None, ge=0)
+    lane_timeout_s: Seconds = 3600.0
+    check_timeout_s: Seconds = 300.0
+    samples: int | None = Field(
+        None,
+        ge=MIN_SAMPLES,
+        description="the reviewer trusts no timing of fewer samples, so no candidate could win",
+    )
     lane_deployment: str = "lane/local"
     apply_to_original: bool = False  # the winner onto a new branch (tasks/apply/)
-    rounds: int = 1  # a campaign of this many rounds (flows/campaign.py)
+    rounds: int = Field(1, ge=1)  # a campaign of this many rounds (flows/campaign.py)
+    # A campaign round's start (flows/campaign.py): the best variant so far, for every lane
+    seed: dict | None = None
+    history_url: str | None = None  # the history store (tasks/store/history.py); None: default
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _mode_in_any_case(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
 
     @property
     def pool(self) -> PoolConfig:
         return PoolConfig(gpu_ids=self.gpu_ids, gpu_mode=self.gpu_mode, cpu_slots=self.cpu_slots)
+
+
+def _said(error: dict) -> str:
+    """What is wrong with one field, in the CLI's words where pydantic's are not plain."""
+    kind, ctx, got = error["type"], error.get("ctx") or {}, error.get("input")
+    field = str(error["loc"][0]) if error["loc"] else ""
+    if kind == "literal_error":
+        choices = str(ctx.get("expected", "")).replace("'", "")
+        return f"unknown {field} {got!r}; use {choices}"
+    if kind == "greater_than_equal":
+        why = BakeoffRequest.model_fields[field].description if field else None
+        return f"must be at least {ctx['ge']}, got {got}" + (f" ({why})" if why else "")
+    if kind in ("greater_than", "finite_number"):  # Seconds, the one such constraint here
+        return f"must be positive and finite (seconds), got {got}"
+    return error["msg"].removeprefix("Value error, ")
+
+
+def parse_request(fields: dict) -> BakeoffRequest:
+    """A request from what a user gave, or BadInput naming the first field wrong, in one line:
+    the one place a request's ValidationError becomes the CLI's refusal."""
+    try:
+        return BakeoffRequest(**fields)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "request"
+        raise BadInput(where, _said(first)) from None
 
 
 def _languages() -> list[str]:
@@ -63,32 +106,11 @@ def _known_language(field: str, value: str, known: list[str]) -> str:
 
 
 def validate(req: BakeoffRequest) -> BakeoffRequest:
-    """Return the request normalised, or raise BadInput naming the first thing wrong with it."""
-    mode = req.mode.strip().lower()
-    if mode not in MODES:
-        raise BadInput("mode", f"unknown mode {req.mode!r}; use optimize, author or bakeoff")
-    if req.budget < 1:
-        raise BadInput("budget", f"must be at least 1 iteration, got {req.budget}")
-    if req.gpu_mode not in ("pool", "pin"):
-        raise BadInput("gpu_mode", f"unknown mode {req.gpu_mode!r}; use pool or pin")
-    if req.dispatch not in DISPATCH:
-        raise BadInput("dispatch", f"unknown dispatch {req.dispatch!r}; use local or deployment")
-    for field in ("lane_timeout_s", "check_timeout_s", "agent_timeout_s"):
-        value = getattr(req, field)
-        if value is not None and not (math.isfinite(value) and value > 0):
-            raise BadInput(field, f"must be positive and finite (seconds), got {value}")
-    from tasks.roles_default import MIN_SAMPLES
+    """Return the request normalised, or raise BadInput naming the first thing wrong with it.
 
-    if req.samples is not None and req.samples < MIN_SAMPLES:
-        raise BadInput(
-            "samples",
-            f"must be at least {MIN_SAMPLES}, got {req.samples}: the reviewer trusts no timing "
-            "of fewer samples, so no candidate could win",
-        )
-    if req.cpu_slots is not None and req.cpu_slots < 1:
-        raise BadInput("cpu_slots", f"must be at least 1, got {req.cpu_slots}")
-    if req.agent_retries is not None and req.agent_retries < 0:
-        raise BadInput("agent_retries", f"must be 0 or more, got {req.agent_retries}")
+    The fields checked themselves when the request was made (`parse_request`); here is what
+    needs more than one field, or the host: known languages, the input, the devices."""
+    mode = req.mode
     known = _languages()
     backends = None
     if req.backends is not None:
@@ -113,7 +135,6 @@ def validate(req: BakeoffRequest) -> BakeoffRequest:
     kernel_path = os.path.abspath(req.kernel_path)
     return req.model_copy(
         update={
-            "mode": mode,
             "backends": backends,
             "target_language": target,
             "kernel_path": kernel_path,

@@ -7,6 +7,7 @@ imports Prefect, so the CLI can validate a request before Prefect starts.
 from __future__ import annotations
 
 from datetime import datetime
+from enum import StrEnum
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -120,6 +121,20 @@ class LaneResult(BaseModel):
     claims: list[ClaimNote] = Field(default_factory=list)  # the model's claims not borne out
 
 
+class Standing(StrEnum):
+    """Where a candidate that passed its check stands in the ranking (tasks/ranking.py)."""
+
+    WINNER = "winner"
+    ELIGIBLE = "eligible"  # may win: the reviewer accepted it and it beats the spread
+    PASSED = "passed"  # not the best of its lane, so not reviewed
+    WITHIN_SPREAD = "within-spread"  # faster, but not beyond the measured spread
+    SLOWER = "slower"  # below 1x
+    FLAGGED = "flagged"  # the reviewer's doubts, or a baseline that drifted beside it
+    NOT_COMPARABLE = "not-comparable"  # interpreted against native: the ratio means nothing
+    BASELINE = "baseline"  # the input re-measured by Discover; never a winner
+    LANE_FAILED = "lane-failed"  # passed, but its lane failed
+
+
 class CandidateRow(BaseModel):
     """One line of the ranking table."""
 
@@ -130,9 +145,9 @@ class CandidateRow(BaseModel):
     source: str  # lane key, or "discover"
     # other sources that proposed the same candidate: its one check, shared (tasks/evaluate.py)
     also_from: list[str] = Field(default_factory=list)
-    # winner | eligible | passed | within-spread | slower | flagged | not-comparable | baseline |
-    # lane-failed | <verdict status>
-    status: str
+    # A candidate that passed its check: where it stands. Else the check's verdict (CRASHED,
+    # TIMEOUT, ...), which says why it is not ranked. Either way the word a report shows.
+    status: Standing | Status
     detail: str = ""
     # Over the frozen baseline, the one denominator: baseline_ms[w] / median_ms[w] is speedups[w]
     speedup: float | None = None
@@ -177,7 +192,7 @@ class Report(BaseModel):
     def judged(self) -> list[CandidateRow]:
         """The candidates the harness gave a verdict on: not the baseline, not its own faults."""
         return [
-            r for r in self.rows if r.mode != "baseline" and r.status != Status.HARNESS_ERROR.value
+            r for r in self.rows if r.mode != "baseline" and r.status is not Status.HARNESS_ERROR
         ]
 
     def noted_claims(self) -> list[tuple[str, ClaimNote]]:

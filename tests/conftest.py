@@ -109,6 +109,7 @@ def campaign_run(prefect_api, tmp_path_factory):
     import shutil
 
     from flows.campaign import campaign
+    from tasks.request import BakeoffRequest
 
     from .campaign_doubles import CAMPAIGN, WASTEFUL
     from .controlled_timings import control_checks
@@ -123,13 +124,15 @@ def campaign_run(prefect_api, tmp_path_factory):
     try:
         control_checks(patch, wins="^lean$")
         final = campaign(
-            str(problem),
-            rounds=2,
-            run_dir=str(root),
-            mode="optimize",
-            budget=1,
-            samples=5,
-            agents=CAMPAIGN,
+            BakeoffRequest(
+                kernel_path=str(problem),
+                rounds=2,
+                run_dir=str(root),
+                mode="optimize",
+                budget=1,
+                samples=5,
+                agents=CAMPAIGN,
+            )
         )
     finally:
         patch.undo()

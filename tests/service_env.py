@@ -255,6 +255,11 @@ def bakeoff_params(runs: Path, mode: str = "optimize", **agents: str) -> dict:
     }
 
 
+def as_parameters(request: dict) -> str:
+    """A bakeoff deployment run's `--params`: the flow's one parameter is the request."""
+    return json.dumps({"request": request})
+
+
 def lane_state(runs: Path, key: str) -> str | None:
     found = list(runs.glob(f"*/lanes/{key}/progress.json"))
     return json.loads(found[0].read_text()).get("state") if found else None
@@ -271,7 +276,7 @@ def run_logs(service: Service, rid: str) -> str:
 def run_to_the_end(service: Service, params: dict) -> tuple[str, str]:
     """Run bakeoff/local with `params` and watch it end Completed: its id and its log."""
     done = service.prefect(
-        "deployment", "run", "bakeoff/local", "--params", json.dumps(params),
+        "deployment", "run", "bakeoff/local", "--params", as_parameters(params),
         "--watch", "--watch-timeout", "400", timeout=450,
     )  # fmt: skip
     rid = flow_run_id(done.stdout)

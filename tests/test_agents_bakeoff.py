@@ -78,6 +78,7 @@ def test_a_bakeoff_plans_authors_curates_once_and_keeps_only_the_tables_figures(
 ):
     from flows.bakeoff import bakeoff
     from tasks.agents.experience import measured_win
+    from tasks.request import BakeoffRequest
 
     learned = tmp_path / "learned"
     for k, v in (AGENT_ENV | {"BAKEOFF_AGENT_LEARNED_DIR": str(learned)}).items():
@@ -87,11 +88,11 @@ def test_a_bakeoff_plans_authors_curates_once_and_keeps_only_the_tables_figures(
     softmax = tiny_softmax(tmp_path / "softmax")
     with held_key(), ScriptedAPI([model] * STEPS) as api:
         monkeypatch.setenv("BAKEOFF_AGENT_BASE_URL", api.base_url)
-        report = bakeoff(
-            str(softmax), mode="bakeoff", budget=1, samples=5, cpu_slots=1,
+        report = bakeoff(BakeoffRequest(
+            kernel_path=str(softmax), mode="bakeoff", budget=1, samples=5, cpu_slots=1,
             runs_root=str(tmp_path / "runs"),
             agents={"planner": "tests.test_agents_bakeoff:plan_triton_and_a_torch_author"},
-        )  # fmt: skip
+        ))  # fmt: skip
         assert api.remaining() == 0
         prompts = [t["body"]["messages"][0]["content"] for t in api.turns]
     # op_benchmarker's plan, not the planner's torch author lane, made the author lane

@@ -175,6 +175,7 @@ def test_the_bakeoff_flow_called_directly_writes_the_spec_and_applies_to_the_ori
     from flows.bakeoff import bakeoff
     from tasks.apply.cli import apply_run
     from tasks.input_identity import recorded
+    from tasks.request import BakeoffRequest
     from tests.agent_env import AGENT_ENV
     from tests.agent_kernels import rows_kernel
     from tests.controlled_timings import control_checks
@@ -204,8 +205,8 @@ def test_the_bakeoff_flow_called_directly_writes_the_spec_and_applies_to_the_ori
     runs = tmp_path / "runs"
     with held_key(), ScriptedAPI(steps) as api:
         monkeypatch.setenv("BAKEOFF_AGENT_BASE_URL", api.base_url)
-        report = bakeoff(str(kernel_dir), budget=1, samples=5, runs_root=str(runs),
-                         apply_to_original=True)  # fmt: skip
+        report = bakeoff(BakeoffRequest(kernel_path=str(kernel_dir), budget=1, samples=5,
+                                        runs_root=str(runs), apply_to_original=True))  # fmt: skip
         assert api.remaining() == 0
         assert "oracle_freezer" in api.turns[0]["body"]["messages"][0]["content"]
     run_dir = Path(report.run_dir)
@@ -251,12 +252,15 @@ def test_the_bakeoff_flow_without_a_model_fails_with_the_one_reason(
     from flows.bakeoff import bakeoff
     from scripts.errors import BadInput
     from tasks.agents.settings import forget_key
+    from tasks.request import BakeoffRequest
 
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     forget_key()
     kernel_dir = kernel_only(tmp_path)
     with pytest.raises(BadInput) as failed:
-        bakeoff(str(kernel_dir), budget=1, runs_root=str(tmp_path / "runs"))
+        bakeoff(
+            BakeoffRequest(kernel_path=str(kernel_dir), budget=1, runs_root=str(tmp_path / "runs"))
+        )
     assert str(failed.value) == str(no_spec_here(kernel_dir))
     assert "write op.toml, or set ANTHROPIC_API_KEY" in str(failed.value)
     assert not (tmp_path / "runs" / "specs").exists()

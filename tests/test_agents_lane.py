@@ -13,6 +13,7 @@ from pathlib import Path
 import git
 import pytest
 
+from scripts.verdict import Status
 from tests.agent_env import AGENT_ENV, KEY_PREFIX, held_key
 from tests.agent_kernels import KEY_SEARCH, WRONG, rows_kernel, tiny_softmax
 from tests.conftest import run_cli
@@ -124,12 +125,20 @@ def agent_env(monkeypatch, tmp_path):
 
 def bake(softmax: Path, mode: str, api: ScriptedAPI | None, budget: int, monkeypatch):
     from flows.bakeoff import bakeoff
+    from tasks.request import BakeoffRequest
 
     if api is not None:
         monkeypatch.setenv("BAKEOFF_AGENT_BASE_URL", api.base_url)
     kwargs = {"target_language": "triton"} if mode == "author" else {}
     return bakeoff(
-        str(softmax), mode=mode, budget=budget, samples=5, runs_root=str(softmax.parent), **kwargs
+        BakeoffRequest(
+            kernel_path=str(softmax),
+            mode=mode,
+            budget=budget,
+            samples=5,
+            runs_root=str(softmax.parent),
+            **kwargs,
+        )
     )
 
 
@@ -200,16 +209,17 @@ def test_a_loss_writes_no_learned_card(prefect_api, softmax, agent_env, monkeypa
         report = bake(softmax, "author", api, 1, monkeypatch)
         assert api.remaining() == 0
     (lane,) = report.lanes
-    assert lane.status == "completed" and lane.candidates[0].verdict.status.value != "PASSED"
+    assert lane.status == "completed" and lane.candidates[0].verdict.status is not Status.PASSED
     assert report.winner is None and not list(agent_env.glob("*.md"))
     assert "no learned card" in (Path(lane.lane_dir) / "lane.log").read_text()
 
 
 def test_without_a_key_an_author_lane_is_skipped_and_says_why(prefect_api, softmax, agent_env):
     from flows.bakeoff import bakeoff
+    from tasks.request import BakeoffRequest
 
-    report = bakeoff(str(softmax), mode="author", target_language="triton", budget=1, samples=5,
-                     runs_root=str(softmax.parent))  # fmt: skip
+    report = bakeoff(BakeoffRequest(kernel_path=str(softmax), mode="author", target_language="triton",
+                                    budget=1, samples=5, runs_root=str(softmax.parent)))  # fmt: skip
     (lane,) = report.lanes
     assert lane.status == "skipped"
     assert lane.reason == "no model configured; set ANTHROPIC_API_KEY"  # shown after "skipped: "

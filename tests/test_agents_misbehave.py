@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from scripts.verdict import Status
 from tasks.agents.transcript import events
 from tasks.language_rule import NO_TRITON
 from tests.agent_env import AGENT_ENV, held_key
@@ -82,10 +83,11 @@ def env(monkeypatch, tmp_path):
 def bake(softmax: Path, api: ScriptedAPI, monkeypatch, budget: int):
     """An author lane; each test its own budget, so that no test's lane is another's, reused."""
     from flows.bakeoff import bakeoff
+    from tasks.request import BakeoffRequest
 
     monkeypatch.setenv("BAKEOFF_AGENT_BASE_URL", api.base_url)
-    return bakeoff(str(softmax), mode="author", target_language="triton", budget=budget, samples=5,
-                   runs_root=str(softmax.parent))  # fmt: skip
+    return bakeoff(BakeoffRequest(kernel_path=str(softmax), mode="author", target_language="triton",
+                                  budget=budget, samples=5, runs_root=str(softmax.parent)))  # fmt: skip
 
 
 def test_a_lying_escaping_crashing_model_does_not_win(prefect_api, softmax, env, monkeypatch, tmp_path):  # fmt: skip
@@ -128,7 +130,7 @@ def test_a_lying_escaping_crashing_model_does_not_win(prefect_api, softmax, env,
     (lane,) = report.lanes
     assert lane.status == "completed"
     fake, cache = (c.verdict for c in lane.candidates)
-    assert fake.status.value == "FLAGGED" and fake.reason == NO_TRITON
+    assert fake.status is Status.FLAGGED and fake.reason == NO_TRITON
     assert fake.triton_kernels == [] and "launched no Triton kernel" in said[1]
     assert not cache.passed and cache.reason != NO_TRITON and cache.triton_kernels == ["_rows"]
     # the forgery never reached the record: the box hides the lane's files from the command

@@ -427,13 +427,13 @@ def test_help_still_shows_the_usage():
 
 
 def test_a_request_with_an_infinite_timeout_is_refused():
-    from tasks.request import BakeoffRequest, validate
+    from tasks.request import parse_request, validate
 
     kernel = str(EXAMPLES / "rmsnorm_torch")
-    for field in ("lane_timeout_s", "check_timeout_s"):
+    for field in ("lane_timeout_s", "check_timeout_s", "agent_timeout_s"):
         for value in (float("nan"), float("inf"), 0.0):
             with pytest.raises(BadInput, match=f"{field}: must be positive and finite"):
-                validate(BakeoffRequest(kernel_path=kernel, **{field: value}))
+                validate(parse_request({"kernel_path": kernel, field: value}))
 
 
 @pytest.mark.parametrize(

@@ -67,6 +67,7 @@ def test_lane_whose_agent_never_answers_fails_alone_and_a_rerun_redoes_only_it(
     prefect_api, cpu_slots, tmp_path, monkeypatch
 ):
     from flows.bakeoff import bakeoff
+    from tasks.request import BakeoffRequest
 
     run_dir = tmp_path / "run"
     common = dict(
@@ -80,7 +81,7 @@ def test_lane_whose_agent_never_answers_fails_alone_and_a_rerun_redoes_only_it(
         agent_retries=1,
     )
     monkeypatch.setenv("BAKEOFF_TEST_REVIEWER_DOWN", "1")
-    report = bakeoff(**common)
+    report = bakeoff(BakeoffRequest(**common))
     lanes = {lane.key: lane for lane in report.lanes}
     assert list(lanes) == ["torch", "triton"]
     assert lanes["torch"].status == "completed"
@@ -103,30 +104,33 @@ def test_lane_whose_agent_never_answers_fails_alone_and_a_rerun_redoes_only_it(
     monkeypatch.delenv("BAKEOFF_TEST_REVIEWER_DOWN")
     torch_result = run_dir / "lanes" / "torch" / "lane_result.json"
     stamp = os.stat(torch_result).st_mtime_ns
-    again = bakeoff(**common)
+    again = bakeoff(BakeoffRequest(**common))
     lanes = {lane.key: lane for lane in again.lanes}
     assert lanes["torch"].reused and os.stat(torch_result).st_mtime_ns == stamp
     assert not lanes["triton"].reused and lanes["triton"].status == "completed"
 
-    fresh = bakeoff(**common, fresh=True)
+    fresh = bakeoff(BakeoffRequest(**common, fresh=True))
     assert not any(lane.reused for lane in fresh.lanes)
 
 
 def test_crashing_role_and_broken_candidates_are_recorded(prefect_api, cpu_slots, tmp_path):
     from flows.bakeoff import bakeoff
+    from tasks.request import BakeoffRequest
 
     report = bakeoff(
-        str(EXAMPLES / "rmsnorm_torch"),
-        mode="bakeoff",
-        backends=["triton"],
-        budget=1,
-        run_dir=str(tmp_path / "run"),
-        check_timeout_s=8,
-        agents={
-            **QUICK,
-            "author": "tests.role_doubles:author_raises_in_triton",
-            "optimizer": "tests.role_doubles:search_with_broken_candidates",
-        },
+        BakeoffRequest(
+            kernel_path=str(EXAMPLES / "rmsnorm_torch"),
+            mode="bakeoff",
+            backends=["triton"],
+            budget=1,
+            run_dir=str(tmp_path / "run"),
+            check_timeout_s=8,
+            agents={
+                **QUICK,
+                "author": "tests.role_doubles:author_raises_in_triton",
+                "optimizer": "tests.role_doubles:search_with_broken_candidates",
+            },
+        )
     )
     lanes = {lane.key: lane for lane in report.lanes}
     assert lanes["triton"].status == "failed"
@@ -146,15 +150,18 @@ def test_a_failed_discover_is_said_and_the_input_language_still_competes(
     prefect_api, cpu_slots, tmp_path
 ):
     from flows.bakeoff import bakeoff
+    from tasks.request import BakeoffRequest
 
     run_dir = tmp_path / "run"
     report = bakeoff(
-        str(EXAMPLES / "rmsnorm_torch"),
-        mode="bakeoff",
-        budget=1,
-        run_dir=str(run_dir),
-        agents={**QUICK, "planner": "tests.role_doubles:planner_raises"},
-        agent_retries=0,
+        BakeoffRequest(
+            kernel_path=str(EXAMPLES / "rmsnorm_torch"),
+            mode="bakeoff",
+            budget=1,
+            run_dir=str(run_dir),
+            agents={**QUICK, "planner": "tests.role_doubles:planner_raises"},
+            agent_retries=0,
+        )
     )
     [said] = [w for w in report.warnings if w.startswith("Discover failed")]
     assert "the planner fell over" in said and said.endswith("planned without it"), said

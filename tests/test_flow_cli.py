@@ -24,7 +24,7 @@ def env(tmp_path):
     [
         (["--mode", "turbo"], "mode: unknown mode 'turbo'; use optimize, author or bakeoff"),
         (["--mode", "bakeoff", "--backends", "triton,fortran"], "unknown backend 'fortran'"),
-        (["--budget", "0"], "budget: must be at least 1 iteration, got 0"),
+        (["--budget", "0"], "budget: must be at least 1, got 0"),
         (["--gpu-ids", "0,7"], "gpu_ids: device"),
         (["--samples", "0"], "samples: must be at least 5, got 0"),
         (["--cpu-slots", "0"], "cpu_slots: must be at least 1"),

@@ -10,6 +10,7 @@ from scripts.formats import detect_format, load_spec, module_for
 from scripts.formats.kernelbench import guess_kind
 from scripts.freeze import freeze, load_task
 from scripts.spec import OpKind
+from scripts.verdict import Status
 
 from .conftest import EXAMPLES, ROOT
 
@@ -124,7 +125,7 @@ def test_freeze_and_verify(tmp_path):
     spec, src, baseline = load_task(task)
     assert spec.format == "kernelbench"
     assert sorted(p.name for p in src.iterdir()) == ["conv2d_relu_bias.py"]
-    assert baseline.workloads["default"].status.value == "PASSED"
+    assert baseline.workloads["default"].status is Status.PASSED
     again = freeze(KB / "conv2d_relu_bias.py", tmp_path / "conv")
     assert again == task  # the same input frozen again is recognised, not refused
 

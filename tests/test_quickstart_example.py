@@ -19,6 +19,7 @@ import pytest
 
 from scripts.check import check
 from scripts.freeze import freeze
+from scripts.verdict import Status
 from tasks.backends import torch_compile
 from tasks.backends.base import BuildContext
 from tasks.models import CandidateResult
@@ -133,7 +134,7 @@ def test_the_compiled_chain_is_judged_a_winner_by_its_bar_on_a_quiet_machine_onl
     verdict = check(
         task, ref.path, samples=5, workdir=tmp_path / "check", cache_dir=tmp_path / "cache"
     )
-    assert verdict.status.value == "PASSED", verdict
+    assert verdict.status is Status.PASSED, verdict
     real = CandidateResult(candidate=ref, verdict=verdict)
     # the bar: the candidate's spread plus the frozen baseline's (the one denominator)
     assert margin(real, baseline_stats(task)[1]) is not None

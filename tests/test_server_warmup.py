@@ -1,4 +1,4 @@
-"""The temporary Prefect server started beside the freeze (flows/server_warmup.py): on a GPU
+"""The temporary Prefect server started beside the freeze (flows/prefect_workarounds.py): on a GPU
 host it is up, healthy and the very instance the first flow call uses, by the time the freeze
 ends; on a CPU-only host nothing starts early (the freeze's timing would share its cores).
 Each case in a fresh interpreter with no Prefect API configured, as `bakeoff run` starts."""
@@ -17,7 +17,7 @@ PROGRAM = textwrap.dedent(
     """
     import sys, time
     import httpx
-    from flows.server_warmup import start_beside_freeze
+    from flows.prefect_workarounds import start_beside_freeze
     t0 = time.monotonic()
     join = start_beside_freeze(sys.argv[1])
     returned = time.monotonic() - t0
@@ -75,7 +75,6 @@ WARM_FORKS = textwrap.dedent(
     import sys
     from scripts import forkserver
     import flows.live as live
-    from flows import server_warmup
     from tasks.request import BakeoffRequest
 
     made = []
@@ -85,7 +84,8 @@ WARM_FORKS = textwrap.dedent(
             super().__init__(env, compiler)
 
     forkserver.Server = Counted
-    live.warm_fork_server = lambda devices: server_warmup.warm_fork_server(devices, on_cpu=True)
+    warm = live.warm_fork_server
+    live.warm_fork_server = lambda devices: warm(devices, on_cpu=True)
     at_freeze = []
     freeze = live.freeze_isolated
     live.freeze_isolated = lambda *a: at_freeze.append(len(made)) or freeze(*a)

@@ -30,6 +30,7 @@ from .service_env import (
     SERVICE,
     Service,
     alive,
+    as_parameters,
     as_postgres,
     automation,
     automation_message,
@@ -164,9 +165,15 @@ def test_the_readmes_bakeoff_runs_on_a_worker_and_publishes_the_report(service, 
         if c.startswith(("export PREFECT_API_URL=", "prefect deployment run bakeoff/local "))
     ]
     assert lines[-1].startswith("prefect deployment run "), lines
-    extra = {"mode": "optimize", "budget": 1, "runs_root": tmp_path / "runs"}
-    lines[-1] += "".join(f" --param {shlex.quote(f'{k}={v}')}" for k, v in extra.items())
-    lines[-1] += f" --param {shlex.quote('agents=' + json.dumps(QUICK))} --watch-timeout 400"
+    # The README's request, with the test's settings over it: the request is one parameter,
+    # so they go into it rather than after it. $PWD is this checkout, where bash runs it.
+    words = shlex.split(lines[-1].replace("$PWD", str(ROOT)))
+    [at] = [i for i, w in enumerate(words) if w.startswith("request=")]
+    request = json.loads(words[at].removeprefix("request="))
+    assert request["kernel_path"] == str(ROOT / "examples" / "rmsnorm_torch"), request
+    extra = {"mode": "optimize", "budget": 1, "runs_root": str(tmp_path / "runs"), "agents": QUICK}
+    words[at] = "request=" + json.dumps(request | extra)
+    lines[-1] = shlex.join(words) + " --watch-timeout 400"
     env = {k: v for k, v in service.env.items() if k != "PREFECT_API_URL"}
     env["PATH"] = f"{Path(PREFECT).parent}{os.pathsep}{env['PATH']}"  # the venv activated
     run = subprocess.run(
@@ -320,7 +327,7 @@ def test_a_cancelled_run_is_cancelled_promptly_and_the_next_run_resumes_it(servi
     issue saw it stay Cancelling for 8 minutes), and the same bake-off run again says so."""
     runs = tmp_path / "runs"
     params = bakeoff_params(runs, optimizer="never_answers_async")
-    run = service.prefect("deployment", "run", "bakeoff/local", "--params", json.dumps(params))
+    run = service.prefect("deployment", "run", "bakeoff/local", "--params", as_parameters(params))
     rid = flow_run_id(run.stdout)
     wait_for(lambda: lane_state(runs, "torch") == "running", 300, "the lane", service.dispatcher)
     service.prefect("flow-run", "cancel", rid)
@@ -343,7 +350,7 @@ def test_a_worker_stops_on_sigterm_and_its_run_does_not_stay_running(service, tm
     leaves Running."""
     runs = tmp_path / "runs"
     params = bakeoff_params(runs, optimizer="never_answers_async")
-    run = service.prefect("deployment", "run", "bakeoff/local", "--params", json.dumps(params))
+    run = service.prefect("deployment", "run", "bakeoff/local", "--params", as_parameters(params))
     rid = flow_run_id(run.stdout)
     wait_for(lambda: lane_state(runs, "torch") == "running", 300, "the lane", service.dispatcher)
     service.dispatcher.send_signal(signal.SIGTERM)
@@ -365,7 +372,7 @@ def test_a_worker_killed_alone_leaves_its_run_to_finish(service, tmp_path):
     go, runs = tmp_path / "go", tmp_path / "runs"
     params = bakeoff_params(runs, optimizer="waits_for_go_file")
     script = service.worker("lonely", "default", env={"BAKEOFF_TEST_GO_FILE": str(go)})
-    run = service.prefect("deployment", "run", "bakeoff/local", "--params", json.dumps(params))
+    run = service.prefect("deployment", "run", "bakeoff/local", "--params", as_parameters(params))
     rid = flow_run_id(run.stdout)
     wait_for(lambda: lane_state(runs, "torch") == "running", 300, "the lane", script)
     [worker] = children(script.pid)  # `prefect worker start`; the run's process is under it
@@ -401,7 +408,7 @@ def test_a_cancel_of_a_run_whose_host_died_ends_it_cancelled(service, tmp_path):
     runs = tmp_path / "runs"
     params = bakeoff_params(runs, optimizer="never_answers_async")
     doomed = service.worker("doomed-cancel", "default")
-    run = service.prefect("deployment", "run", "bakeoff/local", "--params", json.dumps(params))
+    run = service.prefect("deployment", "run", "bakeoff/local", "--params", as_parameters(params))
     rid = flow_run_id(run.stdout)
     wait_for(lambda: lane_state(runs, "torch") == "running", 300, "the lane", doomed)
     kill_tree(doomed.pid)
@@ -439,7 +446,7 @@ def test_a_run_whose_host_dies_is_marked_crashed_and_the_next_run_resumes(servic
     params = bakeoff_params(runs, "bakeoff", reviewer="reviewer_down_in_triton")
     stuck = {"BAKEOFF_TEST_REVIEWER_DOWN": "1"}  # two CPU slots: the torch lane never waits
     doomed = service.worker("doomed", "default", slots=2, env=stuck)
-    run = service.prefect("deployment", "run", "bakeoff/local", "--params", json.dumps(params))
+    run = service.prefect("deployment", "run", "bakeoff/local", "--params", as_parameters(params))
     rid = flow_run_id(run.stdout)
 
     def torch_done_triton_stuck():
@@ -482,7 +489,10 @@ def test_a_bakeoff_killed_during_discover_keeps_the_checks_it_finished(service, 
     """A bake-off's process killed (SIGKILL, with everything under it) after Discover's first
     check: the next run takes that check as it was and checks only the second."""
     params = bakeoff_params(tmp_path / "runs", "bakeoff", planner="discover_checks_two_copies")
-    script = f"from flows.bakeoff import bakeoff; bakeoff(**{params!r})"
+    script = (
+        "from flows.bakeoff import bakeoff; from tasks.request import BakeoffRequest; "
+        f"bakeoff(BakeoffRequest(**{params!r}))"
+    )
     env = {**service.env, "BAKEOFF_LOCK_DIR": str(tmp_path / "locks")}
     first = subprocess.Popen(
         [sys.executable, "-c", script],

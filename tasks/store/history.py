@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session, selectinload
 
 from scripts.baseline import FrozenBaseline
 from scripts.verdict import Verdict
-from tasks.results import DiscoverOutcome, Report
+from tasks.results import DiscoverOutcome, Report, Standing
 from tasks.store.schema import CandidateRowDB, RunRow, TimingRow, engine_for
 
 ENV_VAR = "BAKEOFF_HISTORY_URL"
@@ -189,10 +189,10 @@ def run_from_report(report: Report, discovered: DiscoverOutcome | None = None) -
                 language=row.language,
                 mode=row.mode,
                 source=row.source,
-                status=row.status,
-                verdict=found.verdict.status.value if found else row.status,
+                status=str(row.status),
+                verdict=found.verdict.status.value if found else str(row.status),
                 detail=row.detail,
-                accepted=row.status == "winner",
+                accepted=row.status is Standing.WINNER,
                 speedup=row.speedup,
                 margin=row.margin,
                 path=row.path,
