@@ -159,7 +159,7 @@ def _median(lists) -> float | None:
 
 
 def candidate_cache(run_dir: Path, ref: dict, identity: str) -> Path:
-    """The compiler cache a check of the run used (tasks/evaluate.py): the candidate's own, or
+    """The compiler cache a check of the run used (tasks/check/evaluate.py): the candidate's own, or
     for the frozen input checked as a candidate, the baseline's."""
     from scripts.freeze import run_baseline_cache
 
@@ -169,7 +169,7 @@ def candidate_cache(run_dir: Path, ref: dict, identity: str) -> Path:
 
 
 def checked(run_dir: Path) -> list[dict]:
-    """Every distinct check of a bake-off (tasks.evaluate keeps one per candidate identity)."""
+    """Every distinct check of a bake-off (tasks.check.evaluate keeps one per candidate identity)."""
     rows = []
     for path in sorted((run_dir / "checked").glob("*.json")):
         data = json.loads(path.read_text())
@@ -240,8 +240,8 @@ def corpus_samples(where: Path) -> dict:
 
 def floors_of(run_dir: Path) -> dict[str, dict]:
     """Per timed workload, the op's floor on this device and whether bytes set it (the report's
-    roofline: tasks/roofline.py, flops and bytes from Discover's trace where the spec is silent)."""
-    from tasks.report_html import discover_context, load_run
+    roofline: tasks/report/roofline.py, flops and bytes from Discover's trace where the spec is silent)."""
+    from tasks.report.html import discover_context, load_run
 
     try:
         context = discover_context(*load_run(run_dir))

@@ -32,7 +32,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from tasks.gpu_pool import DevicePool, detect, overlapping
+from tasks.check.gpu_pool import DevicePool, detect, overlapping
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -189,7 +189,7 @@ def run(problem: str, kind: str, ids: list[str], budget: int, backends: str | No
     """One dispatched bake-off of `problem`; what it did, as multi_gpu's `outcome` reads it,
     plus each lane's worker and the host's lease journal."""
     from benchmarks.multi_gpu import outcome
-    from tasks.gpu_pool import DevicePool, Devices, overlapping
+    from tasks.check.gpu_pool import DevicePool, Devices, overlapping
 
     pool, suffix = POOLS[kind]
     pg = Postgres(workdir / "pg")
@@ -252,7 +252,7 @@ def run(problem: str, kind: str, ids: list[str], budget: int, backends: str | No
 
 def main(argv: list[str] | None = None) -> int:
     from benchmarks.multi_gpu import run_arguments
-    from tasks.gpu_pool import detect
+    from tasks.check.gpu_pool import detect
 
     ap = run_arguments(__doc__)
     args = ap.parse_args(argv)

@@ -6,7 +6,7 @@ Freezes the example, builds Discover's torch.compile candidate (`--mode`, defaul
 torch-compile-max-autotune, the candidate that won the quickstart's runs), checks it through
 the real harness and applies the rule a bake-off crowns a winner by: the reviewer accepts its
 timings (spread within its bound on every workload) and its speedup is beyond its bar (1 + the
-measured spreads, tasks/ranking.py). On a machine busy with other work the reviewer flags it,
+measured spreads, tasks/report/ranking.py). On a machine busy with other work the reviewer flags it,
 as it is designed to; that is why this is not a test (tests/test_quickstart_example.py checks
 the rule on timings it controls). Prints the figures and exits 0 on a win, 1 otherwise.
 """
@@ -21,11 +21,11 @@ from pathlib import Path
 
 from scripts.check import check
 from scripts.freeze import freeze
+from tasks.agents.without_model import review_candidates
 from tasks.backends import torch_compile
 from tasks.backends.base import BuildContext
-from tasks.models import CandidateResult
-from tasks.ranking import margin
-from tasks.roles_default import review_candidates
+from tasks.models.plan import CandidateResult
+from tasks.report.ranking import margin
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -12,7 +12,7 @@ threads of this process (`dispatch="local"`), at most one per device, or as runs
 deployment served by GPU workers on other hosts (`dispatch="deployment"`). A lane whose
 result from an earlier run has the same cache key is reused unless `fresh`.
 
-Its one parameter is a `BakeoffRequest` (tasks/request.py), as a lane's is a `LaneConfig`: a
+Its one parameter is a `BakeoffRequest` (tasks/models/request.py), as a lane's is a `LaneConfig`: a
 deployment run passes `{"request": {"kernel_path": ..., "mode": ...}}`. Run as
 `python -m flows.bakeoff KERNEL_PATH [MODE]`, or `bakeoff run` (flows/cli.py).
 """
@@ -36,11 +36,11 @@ from flows.lane import lane, lane_store
 from flows.prefect_workarounds import LaneStarts, outlive_worker, subflows_without_heartbeats
 from flows.report import publish, report
 from tasks.agents import check_agents
-from tasks.progress import RunProgress
-from tasks.request import BakeoffRequest, parse_request, resolve_lanes, validate
-from tasks.results import LaneConfig, LaneResult, Report
-from tasks.run_lock import run_lock
-from tasks.run_store import RunStore, default_run_dir, lane_cache_key, now
+from tasks.models.progress import RunProgress
+from tasks.models.request import BakeoffRequest, parse_request, resolve_lanes, validate
+from tasks.models.run import LaneConfig, LaneResult, Report
+from tasks.run.lock import run_lock
+from tasks.run.store import RunStore, default_run_dir, lane_cache_key, now
 
 MAX_LANES_AT_ONCE = 64  # lanes beyond the devices wait for a lease anyway
 
@@ -235,14 +235,14 @@ def bakeoff(request: BakeoffRequest) -> Report:
         Path(req.kernel_path), Path(req.runs_root), req.mode, req.target_language
     )
     run_root = Path(run_root).resolve()
-    with run_lock(run_root):  # one bake-off at a time here (tasks/run_lock.py)
+    with run_lock(run_root):  # one bake-off at a time here (tasks/run/lock.py)
         store = RunStore(run_root)
         attempt = str(flow_run.id or uuid.uuid4())
         previous = store.progress()
         if previous.phase == "starting":  # `bakeoff run` marked it: the one before counts
             previous = previous.previous or RunProgress()
         store.set_phase("freeze", reset=True, attempt=attempt, mode=req.mode, lanes=[])
-        if req.fresh:  # verdicts kept for reuse within the run directory (tasks.evaluate)
+        if req.fresh:  # verdicts kept for reuse within the run directory (tasks.check.evaluate)
             shutil.rmtree(run_root / "checked", ignore_errors=True)
         with subflows_without_heartbeats():
             frozen = freeze(
@@ -252,7 +252,7 @@ def bakeoff(request: BakeoffRequest) -> Report:
                 specs_root=str(Path(req.runs_root).resolve()),
             )
             if frozen.source.written:  # oracle_freezer wrote the spec: kept here, said once
-                from tasks.input_identity import record_in
+                from tasks.run.input_identity import record_in
 
                 store.set_phase("freeze", spec=record_in(run_root, frozen.source))
                 logger.info(f"the op spec oracle_freezer wrote is kept as {run_root / 'op.toml'}")

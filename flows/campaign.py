@@ -6,9 +6,9 @@
     <run dir>/archive.json         the default reference archive (tasks/campaign.py)
     <run dir>/campaign.json, .md   the ledger: per round its seed, best, whether it improved
 
-Each round's lanes get the best variant so far as `seed` (tasks.results.LaneConfig.seed: the
+Each round's lanes get the best variant so far as `seed` (tasks.models.run.LaneConfig.seed: the
 variant itself, for model-driven roles, and the shared search history for the search).
-Its one parameter is a `BakeoffRequest` (tasks/request.py), `rounds` its number of rounds.
+Its one parameter is a `BakeoffRequest` (tasks/models/request.py), `rounds` its number of rounds.
 Run as `bakeoff run KERNEL --rounds N`.
 """
 
@@ -27,9 +27,9 @@ from flows.prefect_workarounds import subflows_without_heartbeats
 from scripts import manifest
 from tasks.apply.hook import apply_and_record
 from tasks.campaign import Ledger, RoundEntry, archive_for, improves, note_for, round_best
-from tasks.request import BakeoffRequest
-from tasks.results import Report
-from tasks.run_store import RunStore, default_run_dir
+from tasks.models.request import BakeoffRequest
+from tasks.models.run import Report
+from tasks.run.store import RunStore, default_run_dir
 from tasks.store.history import history_url
 
 

@@ -52,7 +52,7 @@ def cmd_freeze(args) -> int:
     degenerate = spec.degenerate.message if spec.degenerate else None
     if degenerate:
         print(f"bakeoff freeze: warning: {degenerate}", file=sys.stderr)
-    from tasks.ranking import noisy_baseline
+    from tasks.report.ranking import noisy_baseline
 
     noisy = noisy_baseline(task)
     if noisy:  # every speedup will divide by this figure: said at once, on stderr
@@ -175,7 +175,7 @@ def _csv(value: str | None) -> list[str] | None:
 
 def cmd_run(args) -> int:
     from flows.live import run  # Prefect loads only after the request has been checked
-    from tasks.request import parse_request
+    from tasks.models.request import parse_request
 
     request = parse_request(  # bad input: BadInput, one line naming the field
         {

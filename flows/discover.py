@@ -1,6 +1,6 @@
 """Discover flow: what already exists for the op, measured on the frozen oracle, and the plan.
 
-A thin flow: it leases one device, asks the planner role (with no model, tasks.discover.discover
+A thin flow: it leases one device, asks the planner role (with no model, tasks.discover.plan.discover
 measures existing implementations through the harness) and has the reviewer look at the best
 one measured. The outcome is kept under `discover/` and reused by a re-run with the same key.
 """
@@ -16,13 +16,13 @@ from scripts.baseline import FrozenBaseline
 from scripts.spec import OpSpec
 from scripts.verdict import Status
 from tasks.agents import ask
+from tasks.agents.reviewing import review
 from tasks.backends import languages
-from tasks.discover_resume import ResumingEvaluator, finished_checks
-from tasks.discover_table import matched_line
-from tasks.gpu_pool import DevicePool
-from tasks.results import DiscoverOutcome, PoolConfig
-from tasks.reviewing import review
-from tasks.run_store import LaneStore, code_version, read_json, task_identity, write_json
+from tasks.check.gpu_pool import DevicePool
+from tasks.discover.resume import ResumingEvaluator, finished_checks
+from tasks.discover.table import matched_line
+from tasks.models.run import DiscoverOutcome, PoolConfig
+from tasks.run.store import LaneStore, code_version, read_json, task_identity, write_json
 
 
 def discover_key(task_dir: str, backends, agents, check_timeout_s, samples) -> str:

@@ -20,9 +20,9 @@ from pydantic import BaseModel
 from scripts import manifest
 from scripts.freeze import load_task
 from tasks.agents.freezer import source_for
-from tasks.freezing import freeze_isolated
-from tasks.input_identity import SpecSource, needs_spec
-from tasks.results import PoolConfig
+from tasks.check.freezing import freeze_isolated
+from tasks.models.run import PoolConfig
+from tasks.run.input_identity import SpecSource, needs_spec
 
 
 class Frozen(BaseModel):

@@ -25,14 +25,14 @@ from flows.prefect_workarounds import LaneStarts, outlive_worker
 from scripts.freeze import load_task
 from scripts.verdict import Status
 from tasks.agents import RoleFailed, ask, deterministic
+from tasks.agents.reviewing import review
 from tasks.agents.settings import NO_MODEL
-from tasks.evaluate import Evaluator
-from tasks.gpu_pool import DevicePool
-from tasks.lane_status import settle
-from tasks.render import render
-from tasks.results import LaneConfig, LaneResult, Lease
-from tasks.reviewing import review
-from tasks.run_store import LaneStore, lane_cache_key, now
+from tasks.check.evaluate import Evaluator
+from tasks.check.gpu_pool import DevicePool
+from tasks.models.run import LaneConfig, LaneResult, Lease
+from tasks.report.render import render
+from tasks.run.lane_status import settle
+from tasks.run.store import LaneStore, lane_cache_key, now
 
 
 class LaneFailed(Exception):

@@ -28,13 +28,13 @@ from rich.progress import (
 from flows import phases
 from flows.prefect_workarounds import start_beside_freeze, subflows_without_heartbeats
 from flows.run_table import lane_lines, ranking_table, short, winner_line
-from tasks.freezing import freeze_isolated
-from tasks.gpu_pool import resolve
-from tasks.progress import LaneProgress
-from tasks.request import BakeoffRequest, validate
-from tasks.results import Report
-from tasks.run_lock import run_lock
-from tasks.run_store import LaneStore, RunStore, default_run_dir, write_json
+from tasks.check.freezing import freeze_isolated
+from tasks.check.gpu_pool import resolve
+from tasks.models.progress import LaneProgress
+from tasks.models.request import BakeoffRequest, validate
+from tasks.models.run import Report
+from tasks.run.lock import run_lock
+from tasks.run.store import LaneStore, RunStore, default_run_dir, write_json
 
 POLL_S = 0.25
 TIMELINE = "cli_timeline.json"
@@ -206,14 +206,14 @@ def run(
     debug: bool = False,
     retime_baseline: bool = False,
 ) -> int:
-    """`retime_baseline`: when the frozen baseline is noisy (`tasks.ranking.noisy_baseline`),
+    """`retime_baseline`: when the frozen baseline is noisy (`tasks.report.ranking.noisy_baseline`),
     freeze it again once before any candidate races against it."""
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("DO_NOT_TRACK", "1")  # else Prefect prints its usage notice mid-display
     if not debug:  # the display and the UI carry what Prefect would print on the console
         os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
     req = validate(request)
-    from tasks.input_identity import needs_spec, no_spec_here
+    from tasks.run.input_identity import needs_spec, no_spec_here
 
     specless = needs_spec(Path(req.kernel_path))  # the flow's freeze phase has the spec written
     if specless:
@@ -252,7 +252,7 @@ def _unfreeze(task: Path) -> None:
 
 def _noisy_at_freeze(req: BakeoffRequest, task: Path, retime: bool, console: Console) -> None:
     """Say a noisy frozen baseline at once; with `retime`, freeze it again first (once)."""
-    from tasks.ranking import noisy_baseline
+    from tasks.report.ranking import noisy_baseline
 
     noisy = noisy_baseline(task)
     if noisy and retime:

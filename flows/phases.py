@@ -4,8 +4,8 @@ so `prefect deployment run ... --watch` and the UI's log say how each phase ende
 from __future__ import annotations
 
 from scripts.verdict import Status
-from tasks.progress import RunProgress
-from tasks.results import DiscoverOutcome, LaneResult, Report
+from tasks.models.progress import RunProgress
+from tasks.models.run import DiscoverOutcome, LaneResult, Report
 
 
 def _best(candidates) -> str:
@@ -43,7 +43,7 @@ def discover_line(found: DiscoverOutcome | None) -> str:
     )
     planned = ", ".join(f"{p.language}:{p.mode}" for p in plan.plan) or "none"
     reused = " (reused)" if found.reused else ""
-    from tasks.discover_table import matched_line
+    from tasks.discover.table import matched_line
 
     return (
         f"Discover{reused}: measured {rows or 'nothing'}; planned lanes {planned}; "

@@ -33,11 +33,11 @@ from flows.bakeoff import bakeoff
 from flows.prefect_workarounds import outlive_worker, subflows_without_heartbeats
 from scripts.errors import BadInput
 from scripts.verdict import Verdict
-from tasks.gpu_pool import DevicePool
-from tasks.render import render
-from tasks.request import BakeoffRequest
-from tasks.results import PoolConfig
-from tasks.run_store import write_json
+from tasks.check.gpu_pool import DevicePool
+from tasks.models.request import BakeoffRequest
+from tasks.models.run import PoolConfig
+from tasks.report.render import render
+from tasks.run.store import write_json
 from tasks.store import history
 from tasks.store.trend import compare, trend
 

@@ -1,7 +1,7 @@
 """Report flow: rank every candidate on the one frozen baseline, write and publish the report.
 
 Writes `report.md` (templates/report.md.j2), `report.json` and `report.html` (the pictures,
-tasks/report_html.py) in the run directory, records the run in the history store
+tasks/report/html.py) in the run directory, records the run in the history store
 (tasks/store/history.py), and publishes four Prefect artifacts: the report as markdown, the
 candidate table, a link to the HTML report and a link to the run directory.
 """
@@ -19,11 +19,11 @@ from prefect.artifacts import (
 )
 
 from scripts import manifest
-from tasks import report_html
-from tasks.ranking import baseline_stats, measurement, rank
-from tasks.render import render
-from tasks.results import DiscoverOutcome, LaneResult, Report, Standing
-from tasks.run_store import write_json
+from tasks.models.run import DiscoverOutcome, LaneResult, Report, Standing
+from tasks.report import html as report_html
+from tasks.report.ranking import baseline_stats, measurement, rank
+from tasks.report.render import render
+from tasks.run.store import write_json
 from tasks.store import history
 
 

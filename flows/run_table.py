@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from tasks.results import Report, Standing
+from tasks.models.run import Report, Standing
 
 # Rows whose status needs no words: a winner is explained below the table.
 SELF_EXPLAINED = (Standing.WINNER,)

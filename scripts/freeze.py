@@ -42,7 +42,7 @@ CACHES = "compile-cache"  # beside it: the compilers' caches of the run, one per
 def baseline_cache_key(src_dir: Path) -> str:
     """The name of the frozen baseline's compiler cache: its sources and torch's version, what
     a build of them depends on. Freeze knows both before the task's manifest exists, so its
-    own build lands where the run's checks look for it (tasks/evaluate.py)."""
+    own build lands where the run's checks look for it (tasks/check/evaluate.py)."""
     import torch
 
     files = json.dumps({"src": manifest.build(src_dir), "torch": torch.__version__}, sort_keys=True)
@@ -192,7 +192,7 @@ def _remove(path: Path) -> None:
 
 def main(argv: list[str]) -> int:
     """`python -m scripts.freeze KERNEL_PATH OUT ANSWER.json`: `freeze` in a process of its own
-    (tasks/freezing.py starts it on a leased device). Bad input is an answer, `{"bad_input":
+    (tasks/check/freezing.py starts it on a leased device). Bad input is an answer, `{"bad_input":
     [where, what]}`, beside `{"ok": task_dir}`; any other failure is the process's exit status."""
     import os
 

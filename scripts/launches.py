@@ -2,7 +2,7 @@
 
 A lane of language L ranks only candidates that run L: a "Triton" candidate that returns the
 reference's (or torch's) answer without launching a Triton kernel is refused from a Triton lane
-(the rule is applied on the orchestration side, `tasks.language_rule`). The child installs these
+(the rule is applied on the orchestration side, `tasks.check.language_rule`). The child installs these
 hooks before the candidate is imported and counts launches around its checked calls (the trials).
 
 Every launch of a `@triton.jit` function goes through its class's `run` (`fn[grid](...)` is

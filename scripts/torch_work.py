@@ -9,7 +9,7 @@ elements each compute op read. Allocation, fills, views, layout copies and casts
 bookkeeping, not the op's work, and are not counted (a `.contiguous()` of the input is honest).
 
 The count is elements read, not time: it is the same on a CPU under TRITON_INTERPRET=1 and on a
-GPU, and no test depends on the machine's speed. `tasks.language_rule` compares it with the
+GPU, and no test depends on the machine's speed. `tasks.check.language_rule` compares it with the
 elements of the call's inputs. What it cannot see: work outside torch's dispatcher (numpy,
 Python loops, another library's own kernels), and a candidate that notices the mode (it is in
 its process) and behaves otherwise in the unobserved calls; docs/harness.md says where the

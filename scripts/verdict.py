@@ -91,7 +91,7 @@ class WorkloadVerdict(BaseModel):
     # or recompiles for a new size), trials and timed samples. Diagnostics, never judged.
     candidate_seconds: float | None = None
     # The Triton kernels (function names) its checked calls launched: a Triton lane ranks only
-    # candidates that launched one (tasks/language_rule.py). Reported by the candidate's process.
+    # candidates that launched one (tasks/check/language_rule.py). Reported by the candidate's process.
     triton_kernels: list[str] = Field(default_factory=list)
     # The functions of its own compiled extensions (load_inline / load modules, hip-python
     # launches) those calls ran: a CUDA or HIP lane ranks only candidates that ran one.

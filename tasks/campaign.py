@@ -28,8 +28,8 @@ from typing import Protocol
 
 from pydantic import BaseModel, Field
 
-from tasks.results import Report, Standing
-from tasks.run_store import write_json
+from tasks.models.run import Report, Standing
+from tasks.run.store import write_json
 
 ARCHIVE_ENV = "BAKEOFF_REFERENCE_ARCHIVE"
 NOT_A_VARIANT = {Standing.FLAGGED, Standing.LANE_FAILED, Standing.BASELINE}
@@ -90,7 +90,7 @@ def archive_for(campaign_dir: Path) -> ReferenceArchive:
 
 def round_best(report: Report, arch: str, round_no: int) -> Variant | None:
     """The fastest candidate of a round that counts as a variant, with its lessons."""
-    from tasks.report_html import results_by_row
+    from tasks.report.html import results_by_row
 
     results = results_by_row(report, None)
     rows = [r for r in report.rows if r.status in ELIGIBLE and r.speedup is not None]

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from scripts.verdict import Status
-from tasks.results import Review
+from tasks.models.run import Review
 
 from .role_doubles import QUICK, baseline_copies
 

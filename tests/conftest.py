@@ -109,7 +109,7 @@ def campaign_run(prefect_api, tmp_path_factory):
     import shutil
 
     from flows.campaign import campaign
-    from tasks.request import BakeoffRequest
+    from tasks.models.request import BakeoffRequest
 
     from .campaign_doubles import CAMPAIGN, WASTEFUL
     from .controlled_timings import control_checks

@@ -10,7 +10,7 @@ does it before running the `bakeoff` command line), after the candidate's proces
 
 The figures: a candidate whose directory name matches `wins` is timed at the frozen
 baseline's median over `WIN` times (1 + the baseline's widest relative spread), so it beats
-the bar a winner must clear (1 + its spread + the baseline's, tasks/ranking.py) whatever
+the bar a winner must clear (1 + its spread + the baseline's, tasks/report/ranking.py) whatever
 spread the freeze measured; every other candidate is timed at the baseline's median (1.0x,
 never a winner). The baseline timed beside each check is given the frozen median, so no drift
 is seen. Every controlled timing has a spread of 1% of its median and keeps its real sample
@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from scripts.verdict import Status, Timing, Verdict
-from tasks.ranking import baseline_stats
+from tasks.report.ranking import baseline_stats
 
 WIN = 3.0
 CANDIDATE_SPREAD = 0.01  # relative interquartile range of the controlled candidate timings

@@ -17,7 +17,7 @@ from scripts.compare import rel_error
 from scripts.formats import module_for
 from scripts.freeze import load_task
 from scripts.verdict import Status, Timing, Verdict, WorkloadVerdict, geomean
-from tasks.models import CandidateRef, CandidateResult
+from tasks.models.plan import CandidateRef, CandidateResult
 
 
 def _as_list(x):

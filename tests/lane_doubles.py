@@ -14,9 +14,9 @@ from pathlib import Path
 
 from scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
 from tasks.agents import Deadline, RoleRequest
-from tasks.models import CandidateResult
-from tasks.results import SearchOutcome
-from tasks.run_store import write_json
+from tasks.models.plan import CandidateResult
+from tasks.models.run import SearchOutcome
+from tasks.run.store import write_json
 from tests.scripted_api import tool
 
 LANE_ENV = {

@@ -16,9 +16,9 @@ import signal
 import threading
 from pathlib import Path
 
-from tasks import roles_default
-from tasks.models import CandidateRef, DiscoverPlan, PlanEntry
-from tasks.results import SearchOutcome
+from tasks.agents import without_model
+from tasks.models.plan import CandidateRef, DiscoverPlan, PlanEntry
+from tasks.models.run import SearchOutcome
 
 FAULTY_LANE = "triton"
 QUICK = {
@@ -77,7 +77,7 @@ def reviewer_down_in_triton(request):
     """Never answers in the triton lane while BAKEOFF_TEST_REVIEWER_DOWN is set (an outage)."""
     if _lane(request) == FAULTY_LANE and os.environ.get("BAKEOFF_TEST_REVIEWER_DOWN"):
         threading.Event().wait()  # no answer, ever
-    return roles_default.review(request)
+    return without_model.review(request)
 
 
 def author_raises_in_triton(request):
@@ -129,7 +129,7 @@ def fails_once_then_reviews(request):
     if not marker.exists():
         marker.write_text("1")
         raise ConnectionError("simulated API fault")
-    return roles_default.review(request)
+    return without_model.review(request)
 
 
 def planner_raises(request):

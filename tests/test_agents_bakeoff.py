@@ -23,7 +23,7 @@ INVENTED = "It runs 42.5x faster than cuBLAS."
 def plan_triton_and_a_torch_author(request):
     """The planner (Discover's measuring step) without checks: the input's language to
     optimize, and a torch author lane that op_benchmarker's plan is expected to replace."""
-    from tasks.models import DiscoverPlan, PlanEntry
+    from tasks.models.plan import DiscoverPlan, PlanEntry
 
     baseline = json.loads((Path(request.inputs["task_dir"]) / "baseline.json").read_text())
     return DiscoverPlan(
@@ -78,7 +78,7 @@ def test_a_bakeoff_plans_authors_curates_once_and_keeps_only_the_tables_figures(
 ):
     from flows.bakeoff import bakeoff
     from tasks.agents.experience import measured_win
-    from tasks.request import BakeoffRequest
+    from tasks.models.request import BakeoffRequest
 
     learned = tmp_path / "learned"
     for k, v in (AGENT_ENV | {"BAKEOFF_AGENT_LEARNED_DIR": str(learned)}).items():
@@ -136,8 +136,8 @@ def test_prose_figures_are_checked_against_the_table():
 def test_without_a_model_op_benchmarker_and_reporter_leave_things_as_they_were(tmp_path):
     from tasks.agents.roles.op_benchmarker import plan_authors
     from tasks.agents.roles.reporter import report_prose
-    from tasks.models import DiscoverPlan, PlanEntry
-    from tasks.results import DiscoverOutcome, Report
+    from tasks.models.plan import DiscoverPlan, PlanEntry
+    from tasks.models.run import DiscoverOutcome, Report
 
     plan = DiscoverPlan(baseline_ms={"w": 1.0}, plan=[PlanEntry(language="torch", mode="author")])
     outcome = DiscoverOutcome(plan=plan)

@@ -22,8 +22,8 @@ from tasks.agents.messages import RoleError
 from tasks.agents.outputs import RoundAnswer
 from tasks.agents.tools import LaneTools
 from tasks.agents.transcript import Ledger, events
-from tasks.models import CandidateResult
-from tasks.run_store import LaneStore
+from tasks.models.plan import CandidateResult
+from tasks.run.store import LaneStore
 from tests.agent_env import held_key, settings_for
 from tests.agent_kernels import rows_kernel
 from tests.conftest import ROOT

@@ -15,7 +15,7 @@ from scripts.freeze import freeze, measure_baseline
 from tasks.agents.digest import build, limiter, render
 from tasks.agents.profile import digest
 from tasks.agents.profile_parse import OUTSIDE, clean_name, parse_ncu, parse_rocprof
-from tasks.roofline import DeviceRates, WorkloadFloor
+from tasks.report.roofline import DeviceRates, WorkloadFloor
 from tests.agent_kernels import rows_kernel, tiny_softmax
 
 DATA = Path(__file__).parent / "data" / "profiles"

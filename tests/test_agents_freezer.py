@@ -174,8 +174,8 @@ def test_the_bakeoff_flow_called_directly_writes_the_spec_and_applies_to_the_ori
 
     from flows.bakeoff import bakeoff
     from tasks.apply.cli import apply_run
-    from tasks.input_identity import recorded
-    from tasks.request import BakeoffRequest
+    from tasks.models.request import BakeoffRequest
+    from tasks.run.input_identity import recorded
     from tests.agent_env import AGENT_ENV
     from tests.agent_kernels import rows_kernel
     from tests.controlled_timings import control_checks
@@ -252,7 +252,7 @@ def test_the_bakeoff_flow_without_a_model_fails_with_the_one_reason(
     from flows.bakeoff import bakeoff
     from scripts.errors import BadInput
     from tasks.agents.settings import forget_key
-    from tasks.request import BakeoffRequest
+    from tasks.models.request import BakeoffRequest
 
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     forget_key()

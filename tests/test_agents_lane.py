@@ -125,7 +125,7 @@ def agent_env(monkeypatch, tmp_path):
 
 def bake(softmax: Path, mode: str, api: ScriptedAPI | None, budget: int, monkeypatch):
     from flows.bakeoff import bakeoff
-    from tasks.request import BakeoffRequest
+    from tasks.models.request import BakeoffRequest
 
     if api is not None:
         monkeypatch.setenv("BAKEOFF_AGENT_BASE_URL", api.base_url)
@@ -216,7 +216,7 @@ def test_a_loss_writes_no_learned_card(prefect_api, softmax, agent_env, monkeypa
 
 def test_without_a_key_an_author_lane_is_skipped_and_says_why(prefect_api, softmax, agent_env):
     from flows.bakeoff import bakeoff
-    from tasks.request import BakeoffRequest
+    from tasks.models.request import BakeoffRequest
 
     report = bakeoff(BakeoffRequest(kernel_path=str(softmax), mode="author", target_language="triton",
                                     budget=1, samples=5, runs_root=str(softmax.parent)))  # fmt: skip

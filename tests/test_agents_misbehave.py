@@ -14,7 +14,7 @@ import pytest
 
 from scripts.verdict import Status
 from tasks.agents.transcript import events
-from tasks.language_rule import NO_TRITON
+from tasks.check.language_rule import NO_TRITON
 from tests.agent_env import AGENT_ENV, held_key
 from tests.agent_kernels import SOFTMAX_ROWS, tiny_softmax
 from tests.misbehaving_model import (
@@ -83,7 +83,7 @@ def env(monkeypatch, tmp_path):
 def bake(softmax: Path, api: ScriptedAPI, monkeypatch, budget: int):
     """An author lane; each test its own budget, so that no test's lane is another's, reused."""
     from flows.bakeoff import bakeoff
-    from tasks.request import BakeoffRequest
+    from tasks.models.request import BakeoffRequest
 
     monkeypatch.setenv("BAKEOFF_AGENT_BASE_URL", api.base_url)
     return bakeoff(BakeoffRequest(kernel_path=str(softmax), mode="author", target_language="triton",

@@ -9,8 +9,8 @@ from functools import partial
 from scripts.freeze import freeze, measure_baseline
 from tasks.agents import Deadline, RoleRequest
 from tasks.agents.review import review
-from tasks.models import CandidateRef, CandidateResult
-from tasks.results import Review
+from tasks.models.plan import CandidateRef, CandidateResult
+from tasks.models.run import Review
 from tests.agent_env import held_key
 from tests.agent_kernels import rows_kernel, tiny_softmax
 from tests.lane_doubles import LANE_ENV, prompt_of, verdict_for

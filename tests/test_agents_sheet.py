@@ -1,5 +1,5 @@
 """The task sheet states everything measurable: shapes and dtypes per workload, the frozen
-baseline's time, bytes and flops, the roofline floor (the report's, tasks/roofline.py) and the
+baseline's time, bytes and flops, the roofline floor (the report's, tasks/report/roofline.py) and the
 baseline's distance to it, the tolerance as a number, the device and its peaks, card facts."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from scripts.freeze import freeze, load_task, measure_baseline
 from tasks.agents.knowledge import KNOWLEDGE
 from tasks.agents.sheet import hardware_facts, workload_rows
-from tasks.roofline import DeviceRates, floors
+from tasks.report.roofline import DeviceRates, floors
 from tests.agent_kernels import tiny_softmax
 from tests.test_agents_api import workspace
 

@@ -16,9 +16,9 @@ from scripts.freeze import freeze, measure_baseline
 from scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
 from tasks.agents.loop import same_figure
 from tasks.agents.tools import INPUT_CHARS, LaneTools
-from tasks.language_rule import NO_TRITON, ruled
-from tasks.models import CandidateRef, CandidateResult
-from tasks.run_store import write_json
+from tasks.check.language_rule import NO_TRITON, ruled
+from tasks.models.plan import CandidateRef, CandidateResult
+from tasks.run.store import write_json
 from tests.agent_kernels import rows_kernel, tiny_softmax
 from tests.misbehaving_model import FORGE
 from tests.test_agents_api import workspace

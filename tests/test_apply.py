@@ -12,9 +12,9 @@ import pytest
 
 from scripts.check import check
 from tasks.apply.winner import apply_winner
-from tasks.models import CandidateRef, CandidateResult
-from tasks.results import CandidateRow, LaneResult, Report, Review
-from tasks.run_store import write_json
+from tasks.models.plan import CandidateRef, CandidateResult
+from tasks.models.run import CandidateRow, LaneResult, Report, Review
+from tasks.run.store import write_json
 
 from .conftest import EXAMPLES, run_cli
 
@@ -247,7 +247,7 @@ def test_apply_targets_the_inputs_repository_from_anywhere(tmp_path, frozen_rmsn
 
 
 def test_a_request_records_an_absolute_kernel_path(tmp_path, monkeypatch):
-    from tasks.request import BakeoffRequest, validate
+    from tasks.models.request import BakeoffRequest, validate
 
     shutil.copytree(EXAMPLES / "rmsnorm_torch", tmp_path / "rmsnorm")
     monkeypatch.chdir(tmp_path)

@@ -14,7 +14,7 @@ from tasks.backends import aiter_csv, gemm_shapes, wrappers
 from tasks.backends.aiter_gemm import ROUTE, AiterGemm
 from tasks.backends.aiter_route import AiterGemm as AiterMode
 from tasks.backends.base import BuildContext, write_candidate
-from tasks.models import CandidateRef, CandidateResult
+from tasks.models.plan import CandidateRef, CandidateResult
 
 # aiter's own header lines (aiter/configs/bf16_untuned_gemm.csv and bf16_tuned_gemm.csv)
 AITER_UNTUNED_HEADER = "M,N,K,bias,dtype,outdtype,scaleAB,bpreshuffle"

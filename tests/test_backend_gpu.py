@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from scripts.freeze import freeze
-from tasks.discover import discover
-from tasks.models import CandidateResult
+from tasks.discover.plan import discover
+from tasks.models.plan import CandidateResult
 from tasks.search.lane import run_search
 
 pytestmark = [

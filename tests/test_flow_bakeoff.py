@@ -10,8 +10,8 @@ import os
 import pytest
 
 from scripts.verdict import Status
-from tasks.gpu_pool import DevicePool, resolve
-from tasks.results import PoolConfig
+from tasks.check.gpu_pool import DevicePool, resolve
+from tasks.models.run import PoolConfig
 
 from .conftest import EXAMPLES
 from .role_doubles import QUICK
@@ -67,7 +67,7 @@ def test_lane_whose_agent_never_answers_fails_alone_and_a_rerun_redoes_only_it(
     prefect_api, cpu_slots, tmp_path, monkeypatch
 ):
     from flows.bakeoff import bakeoff
-    from tasks.request import BakeoffRequest
+    from tasks.models.request import BakeoffRequest
 
     run_dir = tmp_path / "run"
     common = dict(
@@ -115,7 +115,7 @@ def test_lane_whose_agent_never_answers_fails_alone_and_a_rerun_redoes_only_it(
 
 def test_crashing_role_and_broken_candidates_are_recorded(prefect_api, cpu_slots, tmp_path):
     from flows.bakeoff import bakeoff
-    from tasks.request import BakeoffRequest
+    from tasks.models.request import BakeoffRequest
 
     report = bakeoff(
         BakeoffRequest(
@@ -150,7 +150,7 @@ def test_a_failed_discover_is_said_and_the_input_language_still_competes(
     prefect_api, cpu_slots, tmp_path
 ):
     from flows.bakeoff import bakeoff
-    from tasks.request import BakeoffRequest
+    from tasks.models.request import BakeoffRequest
 
     run_dir = tmp_path / "run"
     report = bakeoff(

@@ -7,10 +7,10 @@ import pytest
 
 from scripts.errors import BadInput
 from scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
-from tasks.models import CandidateRef, CandidateResult, DiscoverPlan, PlanEntry
-from tasks.ranking import rank
-from tasks.request import parse_request, resolve_lanes, validate
-from tasks.results import LaneResult, Review
+from tasks.models.plan import CandidateRef, CandidateResult, DiscoverPlan, PlanEntry
+from tasks.models.request import parse_request, resolve_lanes, validate
+from tasks.models.run import LaneResult, Review
+from tasks.report.ranking import rank
 
 from .conftest import EXAMPLES
 
@@ -227,7 +227,7 @@ def test_a_steadier_candidate_of_the_lane_wins_when_the_accepted_one_is_within_t
 
 
 def test_reviewer_passes_over_a_noisy_fastest_candidate_to_a_clean_one(task_dir):
-    from tasks.roles_default import review_candidates
+    from tasks.agents.without_model import review_candidates
 
     noisy, clean, slow = result("noisy", 3.0, spread=1.0), result("clean", 2.0), result("slow", 1.5)
     review = review_candidates([slow, noisy, clean])
@@ -241,7 +241,7 @@ def test_reviewer_passes_over_a_noisy_fastest_candidate_to_a_clean_one(task_dir)
 
 
 def test_reviewer_flags_when_every_passed_candidate_is_noisy():
-    from tasks.roles_default import review_candidates
+    from tasks.agents.without_model import review_candidates
 
     review = review_candidates([result("n1", 3.0, spread=1.0), result("n2", 2.0, spread=1.0)])
     assert review.decision == "flagged" and review.candidate == "n1"

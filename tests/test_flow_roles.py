@@ -34,8 +34,8 @@ def ask_reviewer(tmp_path, responder, **options):
 
 def test_every_role_has_a_prompt_and_a_deterministic_responder():
     for role, spec in ROLES.items():
-        assert spec.responder.__module__ == "tasks.roles_default"
-        check_agents({role: f"tasks.roles_default:{spec.responder.__name__}"})
+        assert spec.responder.__module__ == "tasks.agents.without_model"
+        check_agents({role: f"tasks.agents.without_model:{spec.responder.__name__}"})
         assert (Path(__file__).parents[1] / "roles" / f"{spec.prompt}.md").is_file()
     text = render_prompt("reviewer", REVIEW_CONTEXT)
     assert "lane t" in text and "(none)" in text
@@ -43,9 +43,9 @@ def test_every_role_has_a_prompt_and_a_deterministic_responder():
 
 def test_unknown_roles_and_unloadable_responders_are_refused():
     with pytest.raises(BadInput, match="unknown role 'critic'"):
-        check_agents({"critic": "tasks.roles_default:review"})
+        check_agents({"critic": "tasks.agents.without_model:review"})
     with pytest.raises(BadInput, match="cannot load responder"):
-        check_agents({"reviewer": "tasks.roles_default:no_such_thing"})
+        check_agents({"reviewer": "tasks.agents.without_model:no_such_thing"})
 
 
 def test_async_responder_that_never_answers_is_given_up(prefect_api, tmp_path):

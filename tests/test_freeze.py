@@ -56,7 +56,7 @@ def test_a_freeze_this_process_made_is_not_redone_for_the_same_input(tmp_path, m
     import shutil
 
     import scripts.freeze as freeze_module
-    from tasks import freezing
+    from tasks.check import freezing
 
     src = tmp_path / "op"
     shutil.copytree(EXAMPLES / "rmsnorm_torch", src)
@@ -73,9 +73,9 @@ def test_a_freeze_this_process_made_is_not_redone_for_the_same_input(tmp_path, m
 
 
 def test_bad_input_in_the_freeze_process_comes_back_as_bad_input(tmp_path):
-    """tasks/freezing.py runs the harness's entry point (`python -m scripts.freeze`) in a process
+    """tasks/check/freezing.py runs the harness's entry point (`python -m scripts.freeze`) in a process
     of its own; what it refuses there is BadInput here, with its words."""
-    from tasks import freezing
+    from tasks.check import freezing
 
     out = tmp_path / "task"
     out.mkdir()

@@ -13,8 +13,8 @@ import pytest
 from scripts.check import check
 from scripts.freeze import freeze, measure_baseline
 from scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
-from tasks.language_rule import NO_EXTENSION, NO_TRITON, ruled
-from tasks.models import CandidateRef, CandidateResult
+from tasks.check.language_rule import NO_EXTENSION, NO_TRITON, ruled
+from tasks.models.plan import CandidateRef, CandidateResult
 from tests.agent_kernels import tiny_softmax
 
 

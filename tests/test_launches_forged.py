@@ -17,8 +17,8 @@ import pytest
 from scripts.check import check
 from scripts.freeze import freeze, measure_baseline
 from scripts.verdict import Status
-from tasks.language_rule import NO_TRITON, ruled
-from tasks.models import CandidateRef, CandidateResult
+from tasks.check.language_rule import NO_TRITON, ruled
+from tasks.models.plan import CandidateRef, CandidateResult
 from tests.agent_kernels import tiny_softmax
 from tests.conftest import EXAMPLES
 

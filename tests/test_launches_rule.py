@@ -14,9 +14,9 @@ import torch
 from scripts import launches
 from scripts.torch_work import Tally
 from scripts.verdict import Status, Timing, TorchWork, Verdict, WorkloadVerdict
-from tasks.language_rule import TORCH_SHARE, ruled
-from tasks.models import CandidateRef, CandidateResult
-from tasks.triton_sources import own_kernels
+from tasks.check.language_rule import TORCH_SHARE, ruled
+from tasks.check.triton_sources import own_kernels
+from tasks.models.plan import CandidateRef, CandidateResult
 
 KERNELS = '''
 import triton

@@ -350,9 +350,9 @@ def _timing(ms: float) -> Timing:
 
 
 def test_ranking_ignores_checked_only_workloads(tmp_path):
-    from tasks.models import CandidateRef, CandidateResult
-    from tasks.ranking import baseline_stats, rank
-    from tasks.results import LaneResult, Review
+    from tasks.models.plan import CandidateRef, CandidateResult
+    from tasks.models.run import LaneResult, Review
+    from tasks.report.ranking import baseline_stats, rank
 
     spec = {"workloads": [{"name": "a"}, {"name": "a@n=3", "timed": False}]}
     (tmp_path / "spec.json").write_text(json.dumps(spec))

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from scripts.errors import BadInput
-from tasks.gpu_pool import (
+from tasks.check.gpu_pool import (
     DevicePool,
     Devices,
     cpu_slot_count,
@@ -19,7 +19,7 @@ from tasks.gpu_pool import (
     resolve,
     visible_ids,
 )
-from tasks.results import PoolConfig
+from tasks.models.run import PoolConfig
 
 from .conftest import ROOT
 
@@ -59,7 +59,7 @@ def test_a_triton_kernel_is_checked_on_a_cpu_lease_without_triton_interpret_set(
     where every Triton check had failed with "0 active drivers"."""
     from scripts.check import check
     from scripts.verdict import Status
-    from tasks.freezing import freeze_isolated
+    from tasks.check.freezing import freeze_isolated
 
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     pool = PoolConfig(cpu_slots=1, lock_dir=str(tmp_path / "locks"))
@@ -130,7 +130,7 @@ def test_pin_mode_gives_lane_i_device_i(tmp_path):
 def test_killed_holder_gives_its_device_back(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "BAKEOFF_LOCK_DIR": str(tmp_path)}
     holder = subprocess.Popen(
-        [sys.executable, "-m", "tasks.gpu_pool", "--cpu-slots", "1", "hold"],
+        [sys.executable, "-m", "tasks.check.gpu_pool", "--cpu-slots", "1", "hold"],
         env=env,
         stdout=subprocess.PIPE,
         text=True,

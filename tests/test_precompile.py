@@ -14,9 +14,9 @@ from scripts.verdict import Status
 from tasks.agents import Deadline
 from tasks.backends import torch_compile
 from tasks.backends.base import BuildContext
-from tasks.evaluate import JOBS_VAR, Evaluator, precompile_jobs
-from tasks.models import CandidateRef
-from tasks.run_store import LaneStore
+from tasks.check.evaluate import JOBS_VAR, Evaluator, precompile_jobs
+from tasks.models.plan import CandidateRef
+from tasks.run.store import LaneStore
 from tests.conftest import EXAMPLES
 
 
@@ -226,7 +226,7 @@ def rmsnorm(x, weight, eps=1e-6):
 def test_a_baseline_frozen_into_a_run_is_built_by_its_freeze_alone(prefect_api, tmp_path):
     from scripts.freeze import freeze, run_baseline_cache
     from tasks.backends.wrappers import baseline_candidate
-    from tasks.models import CandidateRef
+    from tasks.models.plan import CandidateRef
 
     op = tmp_path / "op"
     shutil.copytree(EXAMPLES / "rmsnorm_torch", op)

@@ -2,7 +2,7 @@
 (and of any example the README passes it, with the user's extra arguments), and the shipped
 example's compiled candidate, checked through the real harness against the frozen unfused chain,
 is judged by the rule a bake-off crowns a winner by: accepted by the reviewer and beyond its bar
-(1 + the measured spreads, tasks/ranking.py).
+(1 + the measured spreads, tasks/report/ranking.py).
 
 Whether it wins on this machine's clock is a measurement, not a test: a busy machine makes the
 reviewer flag it, as it is designed to. `python -m benchmarks.quickstart_win` measures it; here
@@ -20,11 +20,11 @@ import pytest
 from scripts.check import check
 from scripts.freeze import freeze
 from scripts.verdict import Status
+from tasks.agents.without_model import review_candidates
 from tasks.backends import torch_compile
 from tasks.backends.base import BuildContext
-from tasks.models import CandidateResult
-from tasks.ranking import baseline_stats, margin
-from tasks.roles_default import review_candidates
+from tasks.models.plan import CandidateResult
+from tasks.report.ranking import baseline_stats, margin
 
 from .conftest import EXAMPLES, ROOT
 

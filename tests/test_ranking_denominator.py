@@ -10,9 +10,9 @@ import pytest
 
 from scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
 from scripts.verify import drift, drifted
-from tasks.models import CandidateRef, CandidateResult
-from tasks.ranking import rank
-from tasks.results import LaneResult, Review
+from tasks.models.plan import CandidateRef, CandidateResult
+from tasks.models.run import LaneResult, Review
+from tasks.report.ranking import rank
 
 FROZEN_MS = 5.712
 FROZEN_SAMPLES = [5.70, 5.71, 5.712, 5.72, 5.73]
@@ -122,9 +122,9 @@ def test_drift_needs_a_move_beyond_both_spreads():
 
 
 def test_a_noisy_frozen_baseline_is_said_in_one_line_and_in_the_report(task):
-    from tasks.ranking import measurement, noisy_baseline
-    from tasks.render import render
-    from tasks.results import Report
+    from tasks.models.run import Report
+    from tasks.report.ranking import measurement, noisy_baseline
+    from tasks.report.render import render
 
     assert noisy_baseline(task) is None  # a spread well under 25%
     base = json.loads((task / "baseline.json").read_text())

@@ -4,9 +4,9 @@ baseline, the fastest was flagged, a tie within the noise."""
 import statistics
 
 from scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
-from tasks.models import CandidateRef, CandidateResult, DiscoverPlan
-from tasks.ranking import baseline_stats, rank
-from tasks.results import DiscoverOutcome, LaneResult, Review
+from tasks.models.plan import CandidateRef, CandidateResult, DiscoverPlan
+from tasks.models.run import DiscoverOutcome, LaneResult, Review
+from tasks.report.ranking import baseline_stats, rank
 
 REL = 0.01  # each candidate's own relative spread
 
@@ -100,7 +100,7 @@ def test_a_tie_within_noise_keeps_the_original(frozen_rmsnorm):
 
 def test_a_candidate_proposed_by_discover_and_a_lane_is_one_row(frozen_rmsnorm):
     """The lane proposed what Discover had checked (same files, so one check and one verdict,
-    tasks/evaluate.py): one row, from the lane that accepted it, naming Discover too."""
+    tasks/check/evaluate.py): one row, from the lane that accepted it, naming Discover too."""
     need = bar(frozen_rmsnorm)
     shared = result(frozen_rmsnorm, "compiled", 2 * need)
     own = result(frozen_rmsnorm, "tuned", 1.5 * need)

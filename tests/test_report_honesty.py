@@ -8,11 +8,11 @@ from datetime import timedelta
 from flows import phases
 from scripts.spec import OpSpec
 from scripts.verdict import Status
-from tasks.lane_status import settle
-from tasks.ranking import rank
-from tasks.render import render
-from tasks.results import LaneConfig, LaneResult, LaneSpec, Report, Review
-from tasks.run_store import now
+from tasks.models.run import LaneConfig, LaneResult, LaneSpec, Report, Review
+from tasks.report.ranking import rank
+from tasks.report.render import render
+from tasks.run.lane_status import settle
+from tasks.run.store import now
 
 from . import test_flow_plan
 from .test_flow_plan import lane, result
@@ -182,7 +182,7 @@ def test_a_run_out_of_its_box_says_so_in_its_report(task_dir, tmp_path, monkeypa
     page, the terminal's list), not only the checks' logs; in the box it is absent."""
     from flows.report import with_box_warning
     from scripts import isolation
-    from tasks import report_html
+    from tasks.report import html as report_html
 
     monkeypatch.setenv("BAKEOFF_ISOLATION", "none")
     warnings = with_box_warning(["Discover failed"])

@@ -2,11 +2,11 @@
 version, template and configuration, compile mode) and its median over the op's floor, from the
 same computation (report_html.discover_context); a report rendered without it stays as it was."""
 
-from tasks import report_html
-from tasks.models import DiscoverPlan
-from tasks.ranking import rank
-from tasks.render import render
-from tasks.results import DiscoverOutcome
+from tasks.models.plan import DiscoverPlan
+from tasks.models.run import DiscoverOutcome
+from tasks.report import html as report_html
+from tasks.report.ranking import rank
+from tasks.report.render import render
 from tests import test_report_html_figures as figs
 from tests.test_report_html_figures import RATES, report_of, result
 

@@ -9,11 +9,11 @@ import sys
 import pytest
 
 from scripts.errors import BadInput
-from tasks.run_lock import LOCK_FILE, run_lock
+from tasks.run.lock import LOCK_FILE, run_lock
 
 from .conftest import EXAMPLES, ROOT, run_cli
 
-HOLD = "import sys, time\nfrom tasks.run_lock import run_lock\nwith run_lock(sys.argv[1]):\n    print('held', flush=True)\n    time.sleep(600)\n"
+HOLD = "import sys, time\nfrom tasks.run.lock import run_lock\nwith run_lock(sys.argv[1]):\n    print('held', flush=True)\n    time.sleep(600)\n"
 
 
 @pytest.fixture

@@ -111,7 +111,7 @@ def test_author_mode_tunes_the_given_source(frozen_softmax, tmp_path):
 
 
 def test_a_lane_hands_what_it_will_check_to_precompile_first(frozen_softmax, tmp_path):
-    from tasks.evaluate import identity
+    from tasks.check.evaluate import identity
 
     check = make_check(frozen_softmax, samples=1)
     precompiled = []

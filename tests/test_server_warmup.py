@@ -75,7 +75,7 @@ WARM_FORKS = textwrap.dedent(
     import sys
     from scripts import forkserver
     import flows.live as live
-    from tasks.request import BakeoffRequest
+    from tasks.models.request import BakeoffRequest
 
     made = []
     class Counted(forkserver.Server):

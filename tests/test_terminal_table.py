@@ -13,8 +13,8 @@ from rich.progress import Progress
 from flows.live import LaneSpinner
 from flows.run_table import lane_lines, ranking_table, short, winner_line
 from scripts.verdict import Status
-from tasks.ranking import rank
-from tasks.results import LaneResult, Report, Review
+from tasks.models.run import LaneResult, Report, Review
+from tasks.report.ranking import rank
 
 from . import test_flow_plan
 from .conftest import EXAMPLES
@@ -110,7 +110,7 @@ def test_a_noisy_frozen_baseline_is_said_and_retimed_only_when_asked(
     """What `bakeoff run` prints after freezing: the noisy line with the flag that re-times it;
     with --retime-baseline, the task frozen again (new samples) before any lane starts."""
     from flows.live import _noisy_at_freeze
-    from tasks.request import BakeoffRequest
+    from tasks.models.request import BakeoffRequest
 
     monkeypatch.setenv("BAKEOFF_LOCK_DIR", str(tmp_path / "locks"))
     req = BakeoffRequest(kernel_path=str(EXAMPLES / "rmsnorm_torch"), cpu_slots=1)

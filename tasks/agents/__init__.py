@@ -19,7 +19,7 @@ The room:
     inputs       `RoleInputs`, the base of each role's typed inputs
     request      `RoleRequest`, what a responder is handed
     role_task    ask(): a role's prompt rendered, its responder run as a Prefect task, its answer
-                 validated (the deterministic responders live in tasks.roles_default)
+                 validated (the deterministic responders live in tasks.agents.without_model)
     deadline     the wall-clock limit a role attempt shares with the checks it starts
     prompts      roles/<prompt>.md rendered with jinja2
     conversation one model conversation: transcript opened, driver run, transcript closed

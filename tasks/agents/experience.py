@@ -18,13 +18,13 @@ from tasks.agents.prompts import render_prompt
 from tasks.agents.review import MAX_SOURCE_CHARS
 from tasks.agents.settings import AgentSettings, model_configured
 from tasks.agents.transcript import Ledger
-from tasks.models import CandidateResult
-from tasks.run_store import read_json
+from tasks.models.plan import CandidateResult
+from tasks.run.store import read_json
 
 
 def measured_win(lane, task_dir: Path) -> CandidateResult | None:
     """The lane's accepted candidate if it beat the baseline by more than the measured spread."""
-    from tasks.ranking import baseline_stats, margin
+    from tasks.report.ranking import baseline_stats, margin
 
     review_ = lane.review
     if review_ is None or review_.decision != "accepted":

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from scripts.errors import BadInput
 from scripts.op_toml import spec_toml
-from tasks.input_identity import SpecSource, needs_spec, no_spec_here, sources_key
+from tasks.run.input_identity import SpecSource, needs_spec, no_spec_here, sources_key
 
 if TYPE_CHECKING:  # the agent runtime loads only when a spec is written
     from tasks.agents.outputs import SpecDraft

@@ -36,8 +36,8 @@ from tasks.agents.settings import AgentSettings
 from tasks.agents.tools import LaneTools
 from tasks.agents.transcript import Ledger
 from tasks.agents.workspace import Workspace
-from tasks.results import ClaimNote, SearchOutcome
-from tasks.run_store import write_json
+from tasks.models.run import ClaimNote, SearchOutcome
+from tasks.run.store import write_json
 
 
 def lane_dir_of(request) -> Path:

@@ -21,8 +21,8 @@ from pydantic import BaseModel, Field
 
 from tasks.agents.digest import Digest, limiter, render
 from tasks.agents.tools import verdict_text
-from tasks.models import CandidateResult
-from tasks.run_store import write_json
+from tasks.models.plan import CandidateResult
+from tasks.run.store import write_json
 
 NOTE_CHARS = 400  # one lesson or idea as kept
 NOTES_KEPT = 24  # the most recent lessons and ideas the prompt carries

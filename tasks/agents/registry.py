@@ -2,7 +2,7 @@
 
 A role module declares `ROLE = Role(...)` (the lane's two roles share a module and declare
 `ROLES`): its prompt in roles/, its inputs and output models, the deterministic responder that
-needs no model (tasks/roles_default.py) and the model-driven one that answers instead when a
+needs no model (tasks/agents/without_model.py) and the model-driven one that answers instead when a
 model is configured. Nothing else names a role: adding one is a module there and its prompt.
 
 The `agents` mapping (role -> "module:callable") is the one place responders are named by

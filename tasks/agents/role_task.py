@@ -33,7 +33,7 @@ from tasks.agents.deadline import Deadline
 from tasks.agents.prompts import render_prompt
 from tasks.agents.registry import ROLES, Responder, responder_for
 from tasks.agents.request import RoleInputs, RoleRequest
-from tasks.run_store import write_json
+from tasks.run.store import write_json
 
 
 class RoleFailed(Exception):

@@ -31,10 +31,10 @@ from tasks.agents.deadline import DeadlineExceeded
 from tasks.agents.profile import digest
 from tasks.agents.transcript import BudgetSpent, redact
 from tasks.agents.workspace import READ_ONLY_TOP, Workspace
-from tasks.models import CandidateRef, CandidateResult
+from tasks.models.plan import CandidateRef, CandidateResult
 
 PASSED_ON_ENV = ("PATH", "LANG", "LC_ALL", "TRITON_INTERPRET")
-# What of the lane's device environment (tasks/gpu_pool.py) a command gets: the device, and
+# What of the lane's device environment (tasks/check/gpu_pool.py) a command gets: the device, and
 # the interpreter switch without one. Nothing else of the pool's.
 DEVICE_ENV = (
     "CUDA_VISIBLE_DEVICES",
@@ -381,7 +381,7 @@ def verdict_text(result: CandidateResult, receipt: str) -> str:
         ran = ", ".join(v.triton_kernels) or "none"
         lines.append(f"Triton kernels launched in its checked calls: {ran}")
         shares = [w.torch_work.share for w in v.workloads if w.torch_work is not None]
-        if shares:  # the language rule's other measure (tasks/language_rule.py)
+        if shares:  # the language rule's other measure (tasks/check/language_rule.py)
             lines.append(f"torch work beside them: {max(shares):.0%} of the call's input elements")
     elif result.candidate.language in ("cuda", "hip"):
         ran = ", ".join(v.extension_calls) or "none"

@@ -17,7 +17,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from tasks.agents.settings import AgentSettings, take_key
-from tasks.run_store import now, read_json, write_json
+from tasks.run.store import now, read_json, write_json
 
 
 def redact(text: str) -> str:

@@ -39,9 +39,9 @@ from pathlib import Path
 from scripts import manifest
 from scripts.spec import OpSpec
 from tasks.agents.lanegit import LaneGit
-from tasks.models import CandidateRef, CandidateResult
-from tasks.render import render
-from tasks.run_store import read_json, write_json
+from tasks.models.plan import CandidateRef, CandidateResult
+from tasks.report.render import render
+from tasks.run.store import read_json, write_json
 
 READ_ONLY_TOP = ("oracle", "knowledge", "starts", "TASK.md", "ITERATIONS.md", "bin", ".git")
 IGNORE = ".home/\n.tmp/\n__pycache__/\n*.pyc\n.git\n"

@@ -23,7 +23,7 @@ def describe(done: ApplyResult) -> str:
 
 
 def apply_run(run_dir: Path, repo: str | None, branch: str | None, as_json: bool) -> int:
-    from tasks.report_html import load_run
+    from tasks.report.html import load_run
 
     if not (Path(run_dir) / "report.json").is_file():
         raise BadInput(str(run_dir), "not a finished run directory (no report.json)")

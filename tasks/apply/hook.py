@@ -7,8 +7,8 @@ from pathlib import Path
 
 from scripts.errors import BadInput
 from tasks.apply.winner import ApplyResult, apply_winner
-from tasks.results import DiscoverOutcome, Report
-from tasks.run_store import write_json
+from tasks.models.run import DiscoverOutcome, Report
+from tasks.run.store import write_json
 
 RESULT = "apply.json"
 

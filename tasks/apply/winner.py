@@ -28,9 +28,9 @@ from tasks.apply.git_branch import (
     free_branch,
     open_repo,
 )
-from tasks.models import CandidateResult
-from tasks.ranking import baseline_stats
-from tasks.results import DiscoverOutcome, Report
+from tasks.models.plan import CandidateResult
+from tasks.models.run import DiscoverOutcome, Report
+from tasks.report.ranking import baseline_stats
 
 SKIPPED = ("__pycache__", ".pyc")
 CONFIG_DIR = "bakeoff-tuned"
@@ -160,14 +160,14 @@ def apply_winner(
     repo_path: str | None = None,
     branch: str | None = None,
 ) -> ApplyResult:
-    from tasks.report_html import results_by_row
+    from tasks.report.html import results_by_row
 
     w = report.winner
     if w is None:
         return ApplyResult(
             status="refused", reason="no winner: the original kernel is kept, nothing to apply"
         )
-    from tasks.input_identity import recorded
+    from tasks.run.input_identity import recorded
 
     result = results_by_row(report, discovered).get((w.source, w.name))
     written = recorded(Path(report.run_dir))  # the input had no spec: the model wrote one

@@ -27,7 +27,7 @@ from tasks.backends import (
     tunableop,
 )
 from tasks.backends.base import Backend
-from tasks.models import BackendStatus
+from tasks.models.plan import BackendStatus
 
 BACKENDS: list[Backend] = [
     torch_eager.BACKEND,

@@ -24,7 +24,7 @@ from tasks.backends import aiter_csv, gemm_shapes, wrappers
 from tasks.backends.aiter_route import ROUTED_DTYPES
 from tasks.backends.base import Backend, BuildContext, write_candidate
 from tasks.backends.source import torch_entry
-from tasks.models import CandidateRef, CandidateResult
+from tasks.models.plan import CandidateRef, CandidateResult
 
 ROUTE = Path(__file__).with_name("aiter_route.py")
 TUNE_TIMEOUT_S = 1800.0

@@ -17,7 +17,7 @@ from scripts import manifest
 from scripts.baseline import FrozenBaseline
 from scripts.freeze import load_task
 from scripts.spec import OpSpec
-from tasks.models import BackendStatus, CandidateRef
+from tasks.models.plan import BackendStatus, CandidateRef
 
 FROZEN_DIR = "frozen"
 _IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc")

@@ -16,7 +16,7 @@ from pathlib import Path
 from tasks.backends import wrappers
 from tasks.backends.base import FROZEN_DIR, BuildContext, write_candidate
 from tasks.backends.source import cpp_sources
-from tasks.models import CandidateRef
+from tasks.models.plan import CandidateRef
 from tasks.search.space import Param, Space, Tunable, key
 
 _DEFINE = re.compile(

@@ -17,8 +17,8 @@ from pathlib import Path
 from tasks.backends import wrappers
 from tasks.backends.base import BuildContext, write_candidate
 from tasks.backends.match import Match
-from tasks.models import CandidateRef
-from tasks.render import render
+from tasks.models.plan import CandidateRef
+from tasks.report.render import render
 from tasks.search.space import Param, Space, Tunable, key
 
 ROUTE = Path(__file__).with_name("op_route.py")

@@ -11,7 +11,7 @@ from tasks.backends import wrappers
 from tasks.backends.base import BuildContext, write_candidate
 from tasks.backends.library import Library
 from tasks.backends.source import torch_entry
-from tasks.models import CandidateRef
+from tasks.models.plan import CandidateRef
 
 MODE = '''"""FlagGems' scoped substitution as the context a candidate's wrapper enters."""
 

@@ -19,7 +19,7 @@ import torch
 from tasks.backends import kernel_templates
 from tasks.backends.base import Backend, BuildContext
 from tasks.backends.match import Match
-from tasks.models import CandidateRef
+from tasks.models.plan import CandidateRef
 
 
 def version(dist: str) -> str | None:

@@ -15,7 +15,7 @@ import torch
 from tasks.backends import inductor_knobs, wrappers
 from tasks.backends.base import Backend, BuildContext, write_candidate
 from tasks.backends.source import torch_entry
-from tasks.models import CandidateRef
+from tasks.models.plan import CandidateRef
 from tasks.search.space import Param, Space, Tunable
 
 # Discover's three: what a person would try first.

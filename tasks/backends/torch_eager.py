@@ -6,7 +6,7 @@ from scripts.spec import OpSpec
 from tasks.backends import wrappers
 from tasks.backends.base import Backend, BuildContext, write_candidate
 from tasks.backends.source import torch_entry
-from tasks.models import CandidateRef
+from tasks.models.plan import CandidateRef
 
 
 class TorchEager(Backend):

@@ -14,7 +14,7 @@ from tasks.backends.base import Backend, BuildContext
 from tasks.backends.match import Match, find
 from tasks.backends.source import torch_entry
 from tasks.backends.trace import trace_isolated
-from tasks.models import CandidateRef
+from tasks.models.plan import CandidateRef
 
 NAME = "triton-templates"
 

@@ -12,7 +12,7 @@ from scripts.spec import OpSpec
 from tasks.backends import triton_surface, triton_templates, wrappers
 from tasks.backends.base import Backend, BuildContext, write_candidate
 from tasks.backends.source import symbol_kind, uses_triton
-from tasks.models import CandidateRef
+from tasks.models.plan import CandidateRef
 from tasks.search.space import Tunable, key
 
 

@@ -12,7 +12,7 @@ from scripts.spec import OpKind, OpSpec
 from tasks.backends import offline_run, wrappers
 from tasks.backends.base import Backend, BuildContext, write_candidate
 from tasks.backends.source import torch_entry
-from tasks.models import CandidateRef
+from tasks.models.plan import CandidateRef
 
 RESULTS = "tunableop_results%d.csv"
 TUNE_TIMEOUT_S = 900.0

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tasks import backends
 from tasks.backends.base import BuildContext
-from tasks.models import CandidateRef, CandidateResult
+from tasks.models.plan import CandidateRef, CandidateResult
 from tasks.search.history import History
 from tasks.search.runner import tune
 from tasks.search.score import score

@@ -88,7 +88,7 @@ class Tunable:
     """What a search lane tunes: a space, a default point, and how to build a candidate."""
 
     space: Space
-    build: Callable[[dict], object]  # config -> tasks.models.CandidateRef
+    build: Callable[[dict], object]  # config -> tasks.models.plan.CandidateRef
     defaults: list[dict] = field(default_factory=list)  # evaluated first (the incumbent's own)
     language: str = ""
     origin: str = ""

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session, selectinload
 
 from scripts.baseline import FrozenBaseline
 from scripts.verdict import Verdict
-from tasks.results import DiscoverOutcome, Report, Standing
+from tasks.models.run import DiscoverOutcome, Report, Standing
 from tasks.store.schema import CandidateRowDB, RunRow, TimingRow, engine_for
 
 ENV_VAR = "BAKEOFF_HISTORY_URL"
@@ -174,8 +174,8 @@ def _lanes(report: Report) -> list[dict]:
 
 
 def run_from_report(report: Report, discovered: DiscoverOutcome | None = None) -> RunOut:
-    from tasks.report_html import results_by_row
-    from tasks.run_store import code_version
+    from tasks.report.html import results_by_row
+    from tasks.run.store import code_version
 
     task = Path(report.task_dir)
     fingerprint = json.loads((task / "fingerprint.json").read_text())

@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from tasks import roles_default
+from tasks.agents import without_model
 from tasks.agents.registry import Role
 from tasks.agents.request import RoleInputs
-from tasks.results import SearchOutcome
+from tasks.models.run import SearchOutcome
 
 
 class LaneInputs(RoleInputs):
@@ -20,7 +20,7 @@ class LaneInputs(RoleInputs):
     language: str
     mode: Literal["optimize", "author"]
     workdir: Path
-    evaluator: Any  # tasks.evaluate.Evaluator: the check function, bound to the deadline
+    evaluator: Any  # tasks.check.evaluate.Evaluator: the check function, bound to the deadline
     budget: int  # candidates the lane may have checked
     budget_s: float | None = None  # the search stops itself by then
     strategy: str = "auto"
@@ -40,7 +40,7 @@ def _lane_role(name: str, prompt: str) -> Role:
         prompt=prompt,
         inputs=LaneInputs,
         output=SearchOutcome,
-        responder=roles_default.search,
+        responder=without_model.search,
         model_responder=run_lane,
         timeout_s=3600,
     )

@@ -12,13 +12,13 @@ from pathlib import Path
 
 from pydantic import Field
 
-from tasks import roles_default
+from tasks.agents import without_model
 from tasks.agents.conversation import answer_request
 from tasks.agents.outputs import AuthorPlan
 from tasks.agents.registry import Role, deterministic
 from tasks.agents.request import RoleInputs
-from tasks.models import DiscoverPlan
-from tasks.results import DiscoverOutcome
+from tasks.models.plan import DiscoverPlan
+from tasks.models.run import DiscoverOutcome
 
 
 class AuthorPlanInputs(RoleInputs):
@@ -61,7 +61,7 @@ def plan_authors(
 
     from tasks.agents.role_task import RoleFailed, ask
     from tasks.backends import languages
-    from tasks.models import PlanEntry
+    from tasks.models.plan import PlanEntry
 
     if deterministic("op_benchmarker", agents):
         say("op_benchmarker: no model configured; the author lanes are Discover's plan")
@@ -107,7 +107,7 @@ ROLE = Role(
     prompt="op_benchmarker",
     inputs=AuthorPlanInputs,
     output=AuthorPlan,
-    responder=roles_default.author_plan,
+    responder=without_model.author_plan,
     model_responder=benchmark,
     timeout_s=600,
 )

@@ -6,16 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tasks import roles_default
+from tasks.agents import without_model
 from tasks.agents.registry import Role
 from tasks.agents.request import RoleInputs
-from tasks.models import DiscoverPlan
+from tasks.models.plan import DiscoverPlan
 
 
 class PlannerInputs(RoleInputs):
     task_dir: Path
     workdir: Path
-    evaluator: Any  # tasks.evaluate.Evaluator: the check function, bound to the deadline
+    evaluator: Any  # tasks.check.evaluate.Evaluator: the check function, bound to the deadline
     backends: list[str] | None = None  # None: every backend
 
 
@@ -24,6 +24,6 @@ ROLE = Role(
     prompt="planner",
     inputs=PlannerInputs,
     output=DiscoverPlan,
-    responder=roles_default.plan_from_measurements,
+    responder=without_model.plan_from_measurements,
     timeout_s=3600,
 )

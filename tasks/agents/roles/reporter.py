@@ -10,12 +10,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tasks import roles_default
+from tasks.agents import without_model
 from tasks.agents.conversation import answer_request
 from tasks.agents.outputs import ReportProse
 from tasks.agents.registry import Role, deterministic
 from tasks.agents.request import RoleInputs
-from tasks.results import Report
+from tasks.models.run import Report
 
 # a figure: digits not glued to a word (rows64, fp32, sm_90 are names), with an optional x, %
 FIGURE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?=x\b|%|[^\w]|$)")
@@ -104,7 +104,7 @@ ROLE = Role(
     prompt="reporter",
     inputs=ReporterInputs,
     output=ReportProse,
-    responder=roles_default.no_prose,
+    responder=without_model.no_prose,
     model_responder=write_prose,
     timeout_s=600,
 )

@@ -7,11 +7,11 @@ from pathlib import Path
 
 from pydantic import Field
 
-from tasks import roles_default
+from tasks.agents import without_model
 from tasks.agents.registry import Role
 from tasks.agents.request import RoleInputs
-from tasks.models import CandidateResult
-from tasks.results import Review
+from tasks.models.plan import CandidateResult
+from tasks.models.run import Review
 
 
 class ReviewInputs(RoleInputs):
@@ -31,7 +31,7 @@ ROLE = Role(
     prompt="reviewer",
     inputs=ReviewInputs,
     output=Review,
-    responder=roles_default.review,
+    responder=without_model.review,
     model_responder=review,
     timeout_s=600,
     # model faults are retried inside the driver, so these are for the deterministic one's sake

@@ -9,7 +9,7 @@ triton_kernels`, scripts/launches.py); this side decides, so the verdict kept in
 lane's language. The frozen input checked as a candidate is the denominator, never refused.
 Two more checks for Triton, since that list is reported by the candidate's own process: every
 name in it must be a `@triton.jit` function of the candidate's own files, read here by parsing
-them (`tasks.triton_sources`: a library's or the reference's kernel, or a name never written, is
+them (`tasks.check.triton_sources`: a library's or the reference's kernel, or a name never written, is
 not its Triton); and the call's torch work beside its Triton launches (`WorkloadVerdict.
 torch_work`, elements read by aten compute ops) must stay under TORCH_SHARE of the call's input
 elements, so a trivial or copying Triton kernel beside a torch implementation is refused.
@@ -21,8 +21,8 @@ extension_calls`); one that called none is FLAGGED "called no compiled kernel of
 from __future__ import annotations
 
 from scripts.verdict import Status, Verdict
-from tasks.models import CandidateResult
-from tasks.triton_sources import own_kernels
+from tasks.check.triton_sources import own_kernels
+from tasks.models.plan import CandidateResult
 
 NO_TRITON = "launched no Triton kernel in its checked calls: a Triton lane ranks only Triton"
 NO_EXTENSION = (

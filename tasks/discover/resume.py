@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from scripts import manifest
-from tasks.evaluate import Evaluator
-from tasks.models import CandidateRef, CandidateResult
-from tasks.run_store import LaneStore
+from tasks.check.evaluate import Evaluator
+from tasks.models.plan import CandidateRef, CandidateResult
+from tasks.run.store import LaneStore
 
 KEY_FILE = "key.txt"
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from scripts import manifest
 from scripts.errors import BadInput
-from tasks.gpu_pool import DevicePool
-from tasks.results import PoolConfig
+from tasks.check.gpu_pool import DevicePool
+from tasks.models.run import PoolConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 # What this process froze or found frozen: (input, task directory) -> (the input's files, the

@@ -13,9 +13,9 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from scripts.errors import BadInput
-from tasks.models import DiscoverPlan, LaneMode
-from tasks.results import BakeoffMode, Dispatch, GpuMode, LaneSpec, PoolConfig
-from tasks.roles_default import MIN_SAMPLES
+from tasks.agents.without_model import MIN_SAMPLES
+from tasks.models.plan import DiscoverPlan, LaneMode
+from tasks.models.run import BakeoffMode, Dispatch, GpuMode, LaneSpec, PoolConfig
 
 # A deadline in seconds: more than nothing, and a number (a deadline of nan or inf is none)
 Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
@@ -125,8 +125,8 @@ def validate(req: BakeoffRequest) -> BakeoffRequest:
     if not Path(req.kernel_path).exists():
         raise BadInput(req.kernel_path, "no such file or directory")
     if req.dispatch == "local":
-        from tasks.evaluate import precompile_jobs
-        from tasks.gpu_pool import resolve
+        from tasks.check.evaluate import precompile_jobs
+        from tasks.check.gpu_pool import resolve
 
         resolve(req.pool)  # raises for ids that do not exist here
         precompile_jobs()  # raises for a BAKEOFF_PRECOMPILE_JOBS that is not a number

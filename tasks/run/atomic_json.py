@@ -1,6 +1,6 @@
 """Writing a JSON file so that a reader never sees half of it.
 
-Its own module because both the run store and the input's identity (tasks/input_identity.py,
+Its own module because both the run store and the input's identity (tasks/run/input_identity.py,
 which the store imports) write run files this way.
 """
 

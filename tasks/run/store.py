@@ -23,10 +23,10 @@ from functools import lru_cache
 from pathlib import Path
 
 from scripts import manifest
-from tasks.atomic_json import write_json  # noqa: F401  (the store's writer, named here too)
-from tasks.models import CandidateResult
-from tasks.progress import LaneProgress, RunProgress
-from tasks.results import LaneConfig, LaneResult
+from tasks.models.plan import CandidateResult
+from tasks.models.progress import LaneProgress, RunProgress
+from tasks.models.run import LaneConfig, LaneResult
+from tasks.run.atomic_json import write_json  # noqa: F401  (the store's writer, named here too)
 
 ROOT = Path(__file__).resolve().parent.parent
 CODE_DIRS = ("flows", "tasks", "scripts", "templates", "roles")
@@ -54,7 +54,7 @@ def input_key(kernel_path: Path) -> tuple[str, str]:
     directory without a spec (its spec is written in the freeze phase, tasks/agents/freezer.py)
     is named for itself and its sources until then: the run directory is known before."""
     from scripts.untrusted import load_spec  # imports the input in the sandbox
-    from tasks.input_identity import needs_spec, sources_key
+    from tasks.run.input_identity import needs_spec, sources_key
 
     if needs_spec(Path(kernel_path)):
         return Path(kernel_path).resolve().name, sources_key(Path(kernel_path))

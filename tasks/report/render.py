@@ -27,7 +27,7 @@ _env = jinja2.Environment(
 
 
 def _floor_ms(row) -> float | None:
-    from tasks.discover_table import floor_ms
+    from tasks.discover.table import floor_ms
 
     return floor_ms(row)
 

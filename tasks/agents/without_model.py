@@ -1,6 +1,6 @@
 """Deterministic responders: every role answered without a model.
 
-planner    Discover's plan, from measurements (tasks.discover.discover)
+planner    Discover's plan, from measurements (tasks.discover.plan.discover)
 optimizer  the lane's search in optimize mode (tasks.search.lane.run_search)
 author     the same search in author mode
 reviewer   accepts or flags the best candidate from its verdicts and timing spread
@@ -16,8 +16,8 @@ from pathlib import Path
 from scripts.verdict import Status
 from tasks.agents.outputs import AuthorPlan, ReportProse
 from tasks.agents.request import RoleRequest
-from tasks.models import CandidateResult, DiscoverPlan
-from tasks.results import Review, SearchOutcome
+from tasks.models.plan import CandidateResult, DiscoverPlan
+from tasks.models.run import Review, SearchOutcome
 
 # A timing whose interquartile range is over this share of its median was taken on a busy or
 # unstable device: its speedup is not a number to act on. BAKEOFF_REVIEW_MAX_SPREAD overrides it
@@ -31,7 +31,7 @@ def max_relative_spread() -> float:
 
 
 def plan_from_measurements(request: RoleRequest) -> DiscoverPlan:
-    from tasks.discover import discover
+    from tasks.discover.plan import discover
 
     i = request.inputs
     evaluator = i.evaluator

@@ -4,7 +4,7 @@ checked no candidate at all (nothing ran to completion)."""
 
 from __future__ import annotations
 
-from tasks.results import LaneConfig, LaneResult
+from tasks.models.run import LaneConfig, LaneResult
 
 
 def settle(result: LaneResult, config: LaneConfig) -> None:

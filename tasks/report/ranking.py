@@ -32,9 +32,9 @@ from typing import NamedTuple
 
 from scripts.baseline import FrozenBaseline
 from scripts.verdict import Status, geomean
-from tasks.models import CandidateResult
-from tasks.results import CandidateRow, DiscoverOutcome, LaneResult, Review, Standing
-from tasks.roles_default import max_relative_spread, timing_doubts
+from tasks.agents.without_model import max_relative_spread, timing_doubts
+from tasks.models.plan import CandidateResult
+from tasks.models.run import CandidateRow, DiscoverOutcome, LaneResult, Review, Standing
 
 
 def baseline_stats(task_dir: Path) -> tuple[dict[str, float], dict[str, float]]:

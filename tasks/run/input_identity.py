@@ -15,7 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from scripts.errors import BadInput
-from tasks.atomic_json import write_json
+from tasks.run.atomic_json import write_json
 
 RECORD = "op_spec.json"  # in a run directory: where its input's spec came from
 
@@ -45,7 +45,7 @@ def no_spec_here(path: Path) -> BadInput:
 
 def sources_key(kernel_dir: Path) -> str:
     """A short hash of a directory's files: names its staged copy, and the run directory of an
-    input that has no spec yet (tasks/run_store.py), before the model has written one."""
+    input that has no spec yet (tasks/run/store.py), before the model has written one."""
     import hashlib
 
     from scripts import manifest

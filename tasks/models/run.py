@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from scripts.verdict import Status
-from tasks.models import CandidateResult, DiscoverPlan, LaneMode
+from tasks.models.plan import CandidateResult, DiscoverPlan, LaneMode
 
 BakeoffMode = Literal["optimize", "author", "bakeoff"]
 GpuMode = Literal["pool", "pin"]
@@ -122,7 +122,7 @@ class LaneResult(BaseModel):
 
 
 class Standing(StrEnum):
-    """Where a candidate that passed its check stands in the ranking (tasks/ranking.py)."""
+    """Where a candidate that passed its check stands in the ranking (tasks/report/ranking.py)."""
 
     WINNER = "winner"
     ELIGIBLE = "eligible"  # may win: the reviewer accepted it and it beats the spread
@@ -143,7 +143,7 @@ class CandidateRow(BaseModel):
     language: str
     mode: str
     source: str  # lane key, or "discover"
-    # other sources that proposed the same candidate: its one check, shared (tasks/evaluate.py)
+    # other sources that proposed the same candidate: its one check, shared (tasks/check/evaluate.py)
     also_from: list[str] = Field(default_factory=list)
     # A candidate that passed its check: where it stands. Else the check's verdict (CRASHED,
     # TIMEOUT, ...), which says why it is not ranked. Either way the word a report shows.
@@ -181,7 +181,7 @@ class Report(BaseModel):
     lanes: list[LaneResult] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     report_path: str = ""
-    html_path: str = ""  # report.html beside report.md (tasks/report_html.py)
+    html_path: str = ""  # report.html beside report.md (tasks/report/html.py)
     # fingerprint (device, arch, driver, torch, triton), clock, interpreted, baseline_spread
     measurement: dict = Field(default_factory=dict)
     # the reporter's prose (tasks/agents/roles/reporter.py), and its sentences dropped for quoting

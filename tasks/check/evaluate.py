@@ -44,9 +44,9 @@ from scripts.errors import BadInput
 from scripts.freeze import CACHES, baseline_cache_key
 from scripts.verdict import Status
 from tasks.agents import Deadline, DeadlineExceeded
-from tasks.language_rule import ruled
-from tasks.models import CandidateRef, CandidateResult
-from tasks.run_store import LaneStore, code_version, write_json
+from tasks.check.language_rule import ruled
+from tasks.models.plan import CandidateRef, CandidateResult
+from tasks.run.store import LaneStore, code_version, write_json
 
 
 @task(name="evaluate", cache_policy=NONE, task_run_name="check {ref.name}")

@@ -10,7 +10,7 @@ from tasks import backends as registry
 from tasks.backends.aiter_gemm import AiterGemm
 from tasks.backends.base import BuildContext
 from tasks.backends.wrappers import baseline_candidate
-from tasks.models import (
+from tasks.models.plan import (
     BackendStatus,
     CandidateRef,
     CandidateResult,

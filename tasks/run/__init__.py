@@ -1,0 +1,3 @@
+"""The run directory and what is kept in it: the store of candidates, verdicts and lane results,
+the lock that keeps one bake-off per directory, the input's identity before it is frozen, and
+what a finished lane is called."""
