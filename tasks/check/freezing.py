@@ -20,7 +20,7 @@ from scripts.errors import BadInput
 from tasks.check.gpu_pool import DevicePool
 from tasks.models.run import PoolConfig
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # What this process froze or found frozen: (input, task directory) -> (the input's files, the
 # task's manifest). `bakeoff run` freezes before its flow starts, and the flow's freeze phase
 # then asks again: without this it imported the input once more in a sandboxed interpreter

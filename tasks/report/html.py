@@ -26,7 +26,7 @@ from tasks.models.run import CandidateRow, DiscoverOutcome, Report
 from tasks.report.ranking import baseline_stats
 from tasks.report.roofline import DeviceRates, WorkloadFloor, device_rates, floors
 
-TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 PLOTLY = TEMPLATES / "vendor" / "plotly-basic-4.1.1.min.js"
 COLORS = {
     "winner": "#1a9850",

@@ -28,7 +28,7 @@ from tasks.models.progress import LaneProgress, RunProgress
 from tasks.models.run import LaneConfig, LaneResult
 from tasks.run.atomic_json import write_json  # noqa: F401  (the store's writer, named here too)
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CODE_DIRS = ("flows", "tasks", "scripts", "templates", "roles")
 CODE_SUFFIXES = (".py", ".md", ".j2")
 
