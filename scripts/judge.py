@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from scripts import isolation, launches, manifest, protocol, sandbox
+from scripts.baseline import BaselineWorkload, FrozenBaseline
 from scripts.errors import BadInput
 from scripts.spec import OpSpec
 from scripts.verdict import Status, TorchWork, Verdict, WorkloadVerdict, geomean
@@ -170,10 +171,10 @@ class Judge:
         self.task = Path(request.task_dir)
         if request.freezing:
             self.oracle = manifest.oracle_hash(manifest.build(self.task))
-            self.baseline: dict = {}
+            self.baseline: dict[str, BaselineWorkload] = {}
         else:
             self.oracle = manifest.verify(self.task)
-            self.baseline = json.loads((self.task / "baseline.json").read_text())["workloads"]
+            self.baseline = FrozenBaseline.read(self.task).workloads
         self.full_spec = OpSpec.model_validate_json((self.task / "spec.json").read_text())
         # A quick check judges only the small workloads, all as correctness-only sizes; the
         # child still gets the whole (valid) spec and runs only the workloads it is seeded for.
@@ -227,7 +228,7 @@ class Judge:
         for i, wl in enumerate(self.spec.workloads):
             record = _beside(beside, i)
             if wl.timed and not isinstance(record, str):
-                if drifted(record.samples_ms, self.baseline.get(wl.name, {})):
+                if drifted(record.samples_ms, self.baseline.get(wl.name)):
                     return True
         return False
 

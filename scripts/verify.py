@@ -8,6 +8,7 @@ import random
 import statistics
 
 from scripts import compare, protocol, timing
+from scripts.baseline import BaselineWorkload
 from scripts.reference import Reference, load_outputs, nbytes
 from scripts.verdict import Status, Timing, WorkloadVerdict
 
@@ -100,8 +101,9 @@ def verify_workload(
         return verdict(Status.FLAGGED, problem, timing=measured, **checked)
     # The frozen figure is the one denominator: every candidate of a run is divided by the same
     # number. The baseline's run beside the candidate only tells whether the machine drifted.
-    frozen = judge.baseline.get(wl.name, {})
-    base, fields = frozen.get("median_ms"), {"frozen_baseline_ms": frozen.get("median_ms")}
+    frozen = judge.baseline.get(wl.name)
+    base = frozen.median_ms if frozen else None
+    fields = {"frozen_baseline_ms": base}
     if isinstance(beside, str):
         return verdict(Status.HARNESS_ERROR, beside, timing=measured, **checked, **fields)
     if beside is not None:
@@ -129,19 +131,19 @@ def with_diagnostics(t: Timing, record: protocol.ChildWorkload, count: int) -> T
     )
 
 
-def drifted(samples_ms: list[float], frozen: dict) -> bool:
+def drifted(samples_ms: list[float], frozen: BaselineWorkload | None) -> bool:
     """Whether a run of the baseline (its samples) moved from its frozen figure beyond both
     spreads: the judge re-times the baseline once when it did, before the candidate runs."""
     return bool(samples_ms) and drift(timing.summarize(samples_ms, "", None), frozen) is not None
 
 
-def drift(now: Timing, frozen: dict) -> str | None:
+def drift(now: Timing, frozen: BaselineWorkload | None) -> str | None:
     """Named when the baseline now and at freeze differ by more than both their spreads."""
-    was = frozen.get("median_ms")
+    was = frozen.median_ms if frozen else None
     if not was:
         return None
     gap = abs(now.median_ms - was)
-    if gap <= now.spread_ms + (frozen.get("spread_ms") or 0.0):
+    if gap <= now.spread_ms + (frozen.spread_ms or 0.0):
         return None
     return (
         f"the machine drifted: the frozen baseline ran at {now.median_ms:.4g} ms beside the "

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from scripts.baseline import BaselineWorkload
 from scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
 from scripts.verify import drift, drifted
 from tasks.models.plan import CandidateRef, CandidateResult
@@ -94,7 +95,7 @@ def test_a_faster_median_never_ranks_below_a_slower_one_of_the_same_status(task,
 
 
 def test_a_drifted_baseline_beside_the_candidate_flags_it_and_inflates_nothing(task):
-    said = drift(timing(16.47, rel=0.05), {"median_ms": FROZEN_MS, "spread_ms": 0.02})
+    said = drift(timing(16.47, rel=0.05), BaselineWorkload(median_ms=FROZEN_MS, spread_ms=0.02))
     assert said and "drifted" in said and "16.47 ms" in said and "5.712 ms" in said
     moved = result("cudagraphs", 3.317, 16.47, drifted_by=said)
     steady = result("default", 3.30, 5.70)
@@ -112,13 +113,13 @@ def test_a_drifted_baseline_beside_the_candidate_flags_it_and_inflates_nothing(t
 
 
 def test_drift_needs_a_move_beyond_both_spreads():
-    frozen = {"median_ms": 1.0, "spread_ms": 0.1}
+    frozen = BaselineWorkload(median_ms=1.0, spread_ms=0.1)
     assert drift(timing(1.05, rel=0.02), frozen) is None  # within the frozen spread
     assert drift(timing(1.5, rel=0.5), frozen) is None  # within its own wide spread
     assert drift(timing(1.5, rel=0.02), frozen) is not None
     assert drift(timing(0.5, rel=0.02), frozen) is not None  # faster counts too
     assert drifted([1.49, 1.5, 1.51], frozen) and not drifted([0.99, 1.0, 1.01], frozen)
-    assert not drifted([], frozen) and not drifted([9.0], {})  # nothing to compare
+    assert not drifted([], frozen) and not drifted([9.0], None)  # nothing to compare
 
 
 def test_a_noisy_frozen_baseline_is_said_in_one_line_and_in_the_report(task):
