@@ -14,6 +14,7 @@ import difflib
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Literal
 
 import git
 from pydantic import BaseModel, Field
@@ -30,7 +31,7 @@ class FileChange(BaseModel):
 
 
 class BranchResult(BaseModel):
-    status: str  # "committed" | "refused" | "conflict"
+    status: Literal["committed", "refused", "conflict"]
     reason: str = ""
     branch: str | None = None
     commit: str | None = None
