@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import Enum
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -128,6 +129,11 @@ class OpSpec(BaseModel):
     # Filled by freeze where a constant, zeros or an input passed through passes the check
     # (scripts/oracle_probe.py): its one-line `message`, and each timed workload's figures.
     degenerate: Degenerate | None = None
+
+    @classmethod
+    def read(cls, task_dir: Path | str) -> OpSpec:
+        """A frozen task's spec (`TASK/spec.json`), as freeze wrote it."""
+        return cls.model_validate_json((Path(task_dir) / "spec.json").read_text())
 
     @field_validator("name")
     @classmethod

@@ -167,7 +167,10 @@ def task_dir(tmp_path):
     samples = [0.99, 1.0, 1.0, 1.01] * 5
     baseline = {"workloads": {w: {"median_ms": 1.0, "samples_ms": samples} for w in ("a", "b")}}
     (tmp_path / "baseline.json").write_text(json.dumps(baseline))
-    (tmp_path / "spec.json").write_text(json.dumps({"workloads": [{"name": "a"}, {"name": "b"}]}))
+    spec = {"name": "rmsnorm", "entry": "kernel.py:rmsnorm", "language": "torch"}
+    (tmp_path / "spec.json").write_text(
+        json.dumps({**spec, "workloads": [{"name": "a"}, {"name": "b"}]})
+    )
     return tmp_path
 
 

@@ -354,7 +354,8 @@ def test_ranking_ignores_checked_only_workloads(tmp_path):
     from tasks.models.run import LaneResult, Review
     from tasks.report.ranking import baseline_stats, rank
 
-    spec = {"workloads": [{"name": "a"}, {"name": "a@n=3", "timed": False}]}
+    spec = {"name": "op", "entry": "kernel.py:op", "language": "torch",
+            "workloads": [{"name": "a"}, {"name": "a@n=3", "timed": False}]}  # fmt: skip
     (tmp_path / "spec.json").write_text(json.dumps(spec))
     base = {"median_ms": 1.0, "samples_ms": [1.0, 1.0, 1.01, 0.99]}
     (tmp_path / "baseline.json").write_text(json.dumps({"workloads": {"a": base}}))

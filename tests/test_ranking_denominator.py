@@ -22,7 +22,8 @@ FROZEN_SAMPLES = [5.70, 5.71, 5.712, 5.72, 5.73]
 @pytest.fixture
 def task(tmp_path):
     """The two files the ranking reads of a frozen task: the spec's workloads and baseline.json."""
-    spec = {"language": "torch", "workloads": [{"name": "w", "timed": True}]}
+    spec = {"name": "op", "entry": "kernel.py:op", "language": "torch",
+            "workloads": [{"name": "w", "timed": True}]}  # fmt: skip
     base = {"device": "cpu", "workloads": {"w": {"median_ms": FROZEN_MS, "spread_ms": 0.02,
                                                  "samples_ms": FROZEN_SAMPLES}}}  # fmt: skip
     (tmp_path / "spec.json").write_text(json.dumps(spec))

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from scripts.baseline import FrozenBaseline
 from scripts.errors import BadInput
+from scripts.spec import OpSpec
 from tasks.apply.git_branch import (
     BranchResult,
     FileChange,
@@ -57,8 +58,8 @@ def source_changes(report: Report, candidate: Path, prefix: str) -> list[FileCha
     base = _text_files(base_dir)
     new = _text_files(candidate)
     if candidate.is_file():  # a single-file candidate replaces the entry's file
-        spec = json.loads((Path(report.task_dir) / "spec.json").read_text())
-        new = {spec["entry"].split(":")[0]: next(iter(new.values()))}
+        spec = OpSpec.read(report.task_dir)
+        new = {spec.entry.split(":")[0]: next(iter(new.values()))}
     return [
         FileChange(path=f"{prefix}{rel}", new=text, base=base.get(rel))
         for rel, text in new.items()

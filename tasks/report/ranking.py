@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from scripts.baseline import FrozenBaseline
+from scripts.spec import OpSpec
 from scripts.verdict import Status, geomean
 from tasks.agents.without_model import max_relative_spread, timing_doubts
 from tasks.models.plan import CandidateResult
@@ -40,9 +41,9 @@ from tasks.models.run import CandidateRow, DiscoverOutcome, LaneResult, Review, 
 def baseline_stats(task_dir: Path) -> tuple[dict[str, float], dict[str, float]]:
     """(median ms, relative interquartile range) per workload of the frozen baseline."""
     base = FrozenBaseline.read(Path(task_dir))
-    spec = json.loads((Path(task_dir) / "spec.json").read_text())
+    spec = OpSpec.read(task_dir)
     medians, spreads = {}, {}
-    timed = [w["name"] for w in spec["workloads"] if w.get("timed", True)]  # not checked-only
+    timed = [w.name for w in spec.workloads if w.timed]  # not checked-only
     for name in timed:  # the spec's order, not the file's
         wl = base.workloads[name]
         medians[name] = wl.median_ms
@@ -82,11 +83,11 @@ def interpreted(language: str, device: str) -> bool:
 def baseline_interpreted(task_dir: Path) -> bool:
     task_dir = Path(task_dir)
     try:
-        spec = json.loads((task_dir / "spec.json").read_text())
+        spec = OpSpec.read(task_dir)
         base = FrozenBaseline.read(task_dir)
     except (OSError, ValueError):
         return False
-    return interpreted(str(spec.get("language", "")), base.device)
+    return interpreted(spec.language, base.device)
 
 
 def measurement(task_dir: Path) -> dict:

@@ -20,6 +20,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
 from scripts.baseline import FrozenBaseline
+from scripts.spec import OpSpec
 from scripts.verdict import Verdict
 from tasks.models.run import DiscoverOutcome, Report, Standing
 from tasks.store.schema import CandidateRowDB, RunRow, TimingRow, engine_for
@@ -122,7 +123,7 @@ def timings_of(verdict: Verdict) -> list[TimingOut]:
 def baseline_candidate(task_dir: Path) -> CandidateOut:
     """The frozen baseline's measurement (baseline.json) as a candidate row."""
     data = FrozenBaseline.read(Path(task_dir))
-    spec = json.loads((Path(task_dir) / "spec.json").read_text())
+    spec = OpSpec.read(task_dir)
     timings = [
         TimingOut(
             workload=name,
@@ -138,7 +139,7 @@ def baseline_candidate(task_dir: Path) -> CandidateOut:
     ]
     return CandidateOut(
         name="frozen baseline",
-        language=spec["language"],
+        language=spec.language,
         mode="baseline",
         source=FROZEN,
         status="frozen-baseline",

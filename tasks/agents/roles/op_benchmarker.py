@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pydantic import Field
 
+from scripts.spec import OpSpec
 from tasks.agents import without_model
 from tasks.agents.conversation import answer_request
 from tasks.agents.outputs import AuthorPlan
@@ -57,7 +58,6 @@ def plan_authors(
 ) -> DiscoverOutcome:
     """Discover's outcome with its author entries from op_benchmarker's AuthorPlan (where a
     model answers it); unchanged, with one line said, where none does or it fails."""
-    import json
 
     from tasks.agents.role_task import RoleFailed, ask
     from tasks.backends import languages
@@ -68,7 +68,7 @@ def plan_authors(
         return outcome
     record_dir = Path(run_dir) / "discover" / "roles"
     kept = record_dir / "op_benchmarker.answer.json"
-    spec = json.loads((Path(task_dir) / "spec.json").read_text())
+    spec = OpSpec.read(task_dir)
     known = [lang.lower() for lang in languages()]
     if outcome.reused and kept.is_file():  # the same measurements: the same plan, no new call
         answer = AuthorPlan.model_validate_json(kept.read_text())
@@ -78,9 +78,9 @@ def plan_authors(
                 "op_benchmarker",
                 inputs=AuthorPlanInputs(languages=known, plan=outcome.plan),
                 context={
-                    "op": spec["name"],
+                    "op": spec.name,
                     "kind": spec.get("kind", "other"),
-                    "language": spec["language"],
+                    "language": spec.language,
                     "measured": measured_rows(outcome),
                     "languages": known,
                 },
