@@ -68,6 +68,30 @@ def run_cli(
     )
 
 
+def cli_in_process(capfd, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """`bakeoff ARGS` by calling flows.cli.main in this process: the command's own parser,
+    checks and refusals, without an interpreter start and its imports (~3 s a case here) for
+    each of the many bad-input cases. `capfd` reads file descriptors 1 and 2, so a child the
+    command starts (the box that loads a spec) is heard as it would be from the command. Its
+    working directory and environment are restored after. Tests of the process itself (its
+    exit on Ctrl-C, --debug tracebacks, a real `bakeoff run`) keep run_cli."""
+    from flows import cli
+
+    capfd.readouterr()
+    env, here = dict(os.environ), os.getcwd()
+    os.chdir(cwd or ROOT)
+    try:
+        code = cli.main(list(args))
+    except SystemExit as exc:  # argparse: exit 2 on a usage error, 0 after --help
+        code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+    finally:
+        os.chdir(here)
+        os.environ.clear()
+        os.environ.update(env)
+    said = capfd.readouterr()
+    return subprocess.CompletedProcess(["bakeoff", *args], code, said.out, said.err)
+
+
 @pytest.fixture(scope="session")
 def frozen_rmsnorm(tmp_path_factory) -> Path:
     from scripts.freeze import freeze

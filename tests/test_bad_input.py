@@ -9,7 +9,7 @@ import pytest
 
 from scripts.errors import BadInput
 
-from .conftest import EXAMPLES, run_cli
+from .conftest import EXAMPLES, cli_in_process, run_cli
 
 TS = EXAMPLES / "flashinfer_traceset"
 
@@ -313,11 +313,11 @@ def _write(path: Path, text: str) -> Path:
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_bad_input_is_one_line_exit_2_and_leaves_nothing(tmp_path, case):
+def test_bad_input_is_one_line_exit_2_and_leaves_nothing(tmp_path, case, capfd):
     make_args, fragments = CASES[case]
     args = make_args(tmp_path)
     out_root = tmp_path / "tasks"
-    done = run_cli("freeze", *args, "--out", str(out_root / "task"), cwd=tmp_path)
+    done = cli_in_process(capfd, "freeze", *args, "--out", str(out_root / "task"), cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stdout == ""
     lines = done.stderr.strip().splitlines()
@@ -411,9 +411,9 @@ def test_a_damaged_manifest_is_one_line(tmp_path, frozen_rmsnorm, damage):
         (["frieze", "KERNEL"], "invalid choice: 'frieze'"),
     ],
 )
-def test_usage_errors_are_one_line(tmp_path, args, fragment):
+def test_usage_errors_are_one_line(tmp_path, args, fragment, capfd):
     kernel = str(EXAMPLES / "rmsnorm_torch")
-    done = run_cli(*[kernel if a == "KERNEL" else a for a in args], cwd=tmp_path)
+    done = cli_in_process(capfd, *[kernel if a == "KERNEL" else a for a in args], cwd=tmp_path)
     assert done.returncode == 2 and done.stdout == ""
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and fragment in lines[0], done.stderr
@@ -444,8 +444,8 @@ def test_a_request_with_an_infinite_timeout_is_refused():
         ("postgresql://me:secret@127.0.0.1:1/db", "me:***@127.0.0.1:1/db"),
     ],
 )
-def test_history_with_a_bad_database_url_is_one_line(tmp_path, url, fragment):
-    done = run_cli("history", "rmsnorm", "--db", url, cwd=tmp_path)
+def test_history_with_a_bad_database_url_is_one_line(tmp_path, url, fragment, capfd):
+    done = cli_in_process(capfd, "history", "rmsnorm", "--db", url, cwd=tmp_path)
     line = _one_line(done, "history", fragment)
     assert "secret" not in line
 
