@@ -79,7 +79,7 @@ def plan_authors(
                 inputs=AuthorPlanInputs(languages=known, plan=outcome.plan),
                 context={
                     "op": spec.name,
-                    "kind": spec.get("kind", "other"),
+                    "kind": spec.kind.value,
                     "language": spec.language,
                     "measured": measured_rows(outcome),
                     "languages": known,
