@@ -32,7 +32,6 @@ from tasks.models.run import Report, Standing
 from tasks.run.store import write_json
 
 ARCHIVE_ENV = "BAKEOFF_REFERENCE_ARCHIVE"
-NOT_A_VARIANT = {Standing.FLAGGED, Standing.LANE_FAILED, Standing.BASELINE}
 ELIGIBLE = {Standing.WINNER, Standing.ELIGIBLE, Standing.WITHIN_SPREAD, Standing.PASSED}
 
 

@@ -332,10 +332,3 @@ def tier(row: CandidateRow) -> int:
     if row.status in DOUBTED:
         return 1
     return 2 if row.status is Standing.BASELINE else 3
-
-
-def best_measured(rows: list[CandidateRow]) -> CandidateRow | None:
-    """The fastest comparable candidate that passed, the baseline's re-measurement left out."""
-    ok = [r for r in rows if r.status in STANDS + DOUBTED]
-    ok = [r for r in ok if r.speedup is not None and r.comparable]
-    return max(ok, key=lambda r: r.speedup, default=None)
