@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import EXAMPLES, run_cli
+from .conftest import EXAMPLES, cli_in_process, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -19,29 +19,53 @@ def env(tmp_path):
     return {"BAKEOFF_LOCK_DIR": str(tmp_path / "locks"), "BAKEOFF_CPU_SLOTS": "2"}
 
 
-@pytest.mark.parametrize(
-    "args, message",
-    [
-        (["--mode", "turbo"], "mode: unknown mode 'turbo'; use optimize, author or bakeoff"),
-        (["--mode", "bakeoff", "--backends", "triton,fortran"], "unknown backend 'fortran'"),
-        (["--budget", "0"], "budget: must be at least 1, got 0"),
-        (["--gpu-ids", "0,7"], "gpu_ids: device"),
-        (["--samples", "0"], "samples: must be at least 5, got 0"),
-        (["--cpu-slots", "0"], "cpu_slots: must be at least 1"),
-        (["--target-language", "triton"], "target_language: applies only to --mode author"),
-        (["--backends", "triton"], "backends: applies only to --mode bakeoff"),
-        (["--lane-timeout", "0"], "lane_timeout_s: must be positive"),
-    ],
-)
-def test_bad_input_is_one_line_before_anything_starts(args, message, tmp_path, env):
-    home = tmp_path / "prefect-home"  # Prefect's server makes its database here on starting
-    env = {**env, "PREFECT_HOME": str(home)}
-    proc = run_cli("run", KERNEL, "--runs-root", str(tmp_path / "runs"), *args, env=env)
+REFUSALS = [
+    (["--mode", "turbo"], "mode: unknown mode 'turbo'; use optimize, author or bakeoff"),
+    (["--mode", "bakeoff", "--backends", "triton,fortran"], "unknown backend 'fortran'"),
+    (["--budget", "0"], "budget: must be at least 1, got 0"),
+    (["--gpu-ids", "0,7"], "gpu_ids: device"),
+    (["--samples", "0"], "samples: must be at least 5, got 0"),
+    (["--cpu-slots", "0"], "cpu_slots: must be at least 1"),
+    (["--target-language", "triton"], "target_language: applies only to --mode author"),
+    (["--backends", "triton"], "backends: applies only to --mode bakeoff"),
+    (["--lane-timeout", "0"], "lane_timeout_s: must be positive"),
+]
+
+
+def _refused_in_one_line(proc, message: str, runs: Path) -> None:
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith("bakeoff run: error: ") and message in proc.stderr
     assert proc.stderr.count("\n") == 1 and proc.stdout == ""
-    assert not (tmp_path / "runs").exists()
+    assert not runs.exists()
+
+
+def test_bad_input_is_one_line_before_a_prefect_server_starts(tmp_path, env):
+    """One refusal as a user meets it, in a fresh process with a Prefect home of its own: the
+    server's database never appears there (the refusals below are checked in this process)."""
+    args, message = REFUSALS[0]
+    home = tmp_path / "prefect-home"  # Prefect's server makes its database here on starting
+    env = {**env, "PREFECT_HOME": str(home)}
+    proc = run_cli("run", KERNEL, "--runs-root", str(tmp_path / "runs"), *args, env=env)
+    _refused_in_one_line(proc, message, tmp_path / "runs")
     assert not list(home.glob("*.db*"))  # refused before a Prefect server was started
+
+
+@pytest.mark.parametrize("args, message", REFUSALS[1:])
+def test_bad_input_is_one_line_before_anything_starts(
+    args, message, tmp_path, env, capfd, monkeypatch
+):
+    """Each refusal by the command's own `main` in this process (an interpreter start and its
+    imports a case cost ~6 s), with any start of Prefect's temporary server made to fail."""
+    from prefect.server.api.server import SubprocessASGIServer
+
+    def no_server(*_a, **_k):
+        raise AssertionError("a Prefect server was started for input that is refused")
+
+    monkeypatch.setattr(SubprocessASGIServer, "start", no_server)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    proc = cli_in_process(capfd, "run", KERNEL, "--runs-root", str(tmp_path / "runs"), *args)
+    _refused_in_one_line(proc, message, tmp_path / "runs")
 
 
 def test_a_bad_precompile_setting_is_one_line_before_anything_starts(tmp_path, env):
