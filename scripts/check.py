@@ -28,6 +28,22 @@ from scripts.verdict import Status, Verdict
 
 _HARNESS_AT_IMPORT = manifest.build(HARNESS_DIR)
 _FIRST_SEEN: dict[str, str] = {}  # task directory -> sha256 of its MANIFEST.json, this process
+SAMPLES_VAR = "BAKEOFF_SAMPLES"
+MIN_DEFAULT_SAMPLES = 5  # the reviewer trusts no timing of fewer (tasks/agents/without_model.py)
+
+
+def default_samples() -> int | None:
+    """Timed samples per workload for a check or freeze that names none: BAKEOFF_SAMPLES, else
+    None (protocol.DEFAULT_SAMPLES). A slow host may take fewer; BadInput for a value that is
+    not a whole number of at least MIN_DEFAULT_SAMPLES."""
+    raw = os.environ.get(SAMPLES_VAR, "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) < MIN_DEFAULT_SAMPLES:
+        raise BadInput(
+            SAMPLES_VAR, f"must be a whole number of at least {MIN_DEFAULT_SAMPLES}, got {raw!r}"
+        )
+    return int(raw)
 
 
 def check(
@@ -144,6 +160,8 @@ def judge_baseline(
 
 def _request(task_dir: Path, candidate, *, freezing, candidate_env, timeout_s, **counts):
     given = {k: v for k, v in counts.items() if v is not None}
+    if "samples" not in given and (samples := default_samples()) is not None:
+        given["samples"] = samples
     return protocol.JudgeRequest(
         task_dir=str(task_dir.resolve()),
         candidate=candidate,

@@ -84,6 +84,20 @@ def test_status(name, small_task, tmp_path):
         assert words in verdict.reason
 
 
+def test_a_check_that_names_no_sample_count_takes_the_hosts(small_task, tmp_path, monkeypatch):
+    """BAKEOFF_SAMPLES: the candidate's and the baseline's samples beside it, unless named."""
+    monkeypatch.setenv("BAKEOFF_SAMPLES", "6")
+    text = source(f"return {RMS}")
+    unnamed = {k: v for k, v in SMALL.items() if k != "samples"}
+    verdict = check(small_task, write(tmp_path, "plain", text), **unnamed)
+    assert verdict.status is Status.PASSED, verdict.reason
+    for w in verdict.workloads:
+        assert w.timing.sample_count == 6 == w.baseline_timing.sample_count
+    monkeypatch.setenv("BAKEOFF_SAMPLES", "4")
+    with pytest.raises(BadInput, match="BAKEOFF_SAMPLES: must be a whole number of at least 5"):
+        check(small_task, write(tmp_path, "plain", text), **unnamed)
+
+
 def test_passed_verdict_carries_timing_speedup_and_costs(small_task, tmp_path):
     text = source(f"print('hello from the candidate')\n    return {RMS}")
     verdict = check(small_task, write(tmp_path, "chatty", text), **SMALL)

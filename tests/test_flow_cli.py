@@ -68,11 +68,21 @@ def test_bad_input_is_one_line_before_anything_starts(
     _refused_in_one_line(proc, message, tmp_path / "runs")
 
 
-def test_a_bad_precompile_setting_is_one_line_before_anything_starts(tmp_path, env):
-    env = {**env, "BAKEOFF_PRECOMPILE_JOBS": "four"}
-    proc = run_cli("run", KERNEL, "--runs-root", str(tmp_path / "runs"), env=env)
+@pytest.mark.parametrize(
+    "name, value, message",
+    [
+        ("BAKEOFF_PRECOMPILE_JOBS", "four", "BAKEOFF_PRECOMPILE_JOBS: must be a whole"),
+        ("BAKEOFF_SAMPLES", "3", "BAKEOFF_SAMPLES: must be a whole number of at least 5"),
+    ],
+)
+def test_a_bad_setting_is_one_line_before_anything_starts(
+    name, value, message, tmp_path, env, capfd, monkeypatch
+):
+    for var, setting in {**env, name: value}.items():
+        monkeypatch.setenv(var, setting)
+    proc = cli_in_process(capfd, "run", KERNEL, "--runs-root", str(tmp_path / "runs"))
     assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.startswith("bakeoff run: error: BAKEOFF_PRECOMPILE_JOBS: must be a whole")
+    assert proc.stderr.startswith(f"bakeoff run: error: {message}")
     assert proc.stderr.count("\n") == 1 and not (tmp_path / "runs").exists()
 
 
