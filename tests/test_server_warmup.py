@@ -89,8 +89,10 @@ WARM_FORKS = textwrap.dedent(
     at_freeze = []
     freeze = live.freeze_isolated
     live.freeze_isolated = lambda *a: at_freeze.append(len(made)) or freeze(*a)
+    from tests.role_doubles import QUICK  # lanes whose checks are copies of the baseline
+
     request = BakeoffRequest(
-        kernel_path=sys.argv[1], mode="bakeoff", budget=1, run_dir=sys.argv[2], backends=["torch"]
+        kernel_path=sys.argv[1], mode="optimize", budget=1, run_dir=sys.argv[2], agents=QUICK
     )
     status = live.run(request, as_json=True)
     checks = sum(1 for _, compiler in made if compiler)  # the servers that fork checks
@@ -102,7 +104,9 @@ WARM_FORKS = textwrap.dedent(
 @pytest.mark.slow
 def test_the_flows_checks_fork_from_the_server_warmed_beside_the_freeze(tmp_path):
     """Its environment is the one the flow's checks ask for, so no second server starts for them
-    (the freeze's own, in the freeze's process, is not counted)."""
+    (the freeze's own, in the freeze's process, is not counted). The lanes check copies of the
+    baseline (tests/role_doubles.py): which candidates are checked does not choose the server,
+    and Discover's torch.compile checks made this test a minute long."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
     env.update(PREFECT_HOME=str(tmp_path / "prefect"), PREFECT_SERVER_ANALYTICS_ENABLED="false")
     # the suite's deadline for the server's start (tests/conftest.py), not Prefect's 20 s: under
@@ -120,6 +124,6 @@ def test_the_flows_checks_fork_from_the_server_warmed_beside_the_freeze(tmp_path
         text=True,
         timeout=900,
     )
-    # Discover's sandboxed trace of the reference forks from a server of its own (no compiler,
-    # another environment); the checks' server is the one warmed beside the freeze.
+    # the checks' server is the one warmed beside the freeze (a sandboxed trace of the reference,
+    # where Discover makes one, forks from a server of its own: no compiler, another environment)
     assert "status 0 at freeze [1] check servers 1" in done.stderr, done.stderr[-3000:]
