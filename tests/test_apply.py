@@ -16,7 +16,7 @@ from tasks.models.plan import CandidateRef, CandidateResult
 from tasks.models.run import CandidateRow, LaneResult, Report, Review
 from tasks.run.store import write_json
 
-from .conftest import EXAMPLES, run_cli
+from .conftest import EXAMPLES, cli_in_process
 
 OLD = "    return x * torch.rsqrt(variance + eps) * weight\n"
 NEW = "    return x * weight * torch.rsqrt(variance + eps)\n"
@@ -207,26 +207,28 @@ def test_env_tuned_winner_is_written_as_its_deployable_config(tmp_path, frozen_r
     assert (checkout / where / "tunableop_results0.csv").read_text().startswith("Validator")
 
 
-def test_bakeoff_apply_command(tmp_path, frozen_rmsnorm, checked, capsys):
+def test_bakeoff_apply_command(tmp_path, frozen_rmsnorm, checked, capfd):
     from flows.cli import main
 
     repo, report = source_report(tmp_path, frozen_rmsnorm, checked)
     run_dir = tmp_path / "run"
     write_json(run_dir / "report.json", report)
-    proc = run_cli("apply", str(run_dir), "--branch", "perf/rmsnorm")
+    proc = cli_in_process(capfd, "apply", str(run_dir), "--branch", "perf/rmsnorm")
     assert proc.returncode == 0, proc.stderr
     assert "on new branch perf/rmsnorm" in proc.stdout and "perf/rmsnorm" in repo.heads
 
     assert main(["apply", str(run_dir), "--branch", "perf/rmsnorm"]) == 2
-    assert "a branch of that name exists" in capsys.readouterr().err
+    assert "a branch of that name exists" in capfd.readouterr().err
     write_json(run_dir / "report.json", report.model_copy(update={"winner": None}))
     assert main(["apply", str(run_dir)]) == 1
-    assert "no winner" in capsys.readouterr().out
+    assert "no winner" in capfd.readouterr().out
     assert main(["apply", str(tmp_path / "nowhere")]) == 2
-    assert "no report.json" in capsys.readouterr().err
+    assert "no report.json" in capfd.readouterr().err
 
 
-def test_apply_targets_the_inputs_repository_from_anywhere(tmp_path, frozen_rmsnorm, checked):
+def test_apply_targets_the_inputs_repository_from_anywhere(
+    tmp_path, frozen_rmsnorm, checked, capfd
+):
     """Called from inside another clone, apply still branches the repository holding the input
     (the run records its absolute path); a run that recorded a relative one names no repository
     and is refused with one line unless --repo says which."""
@@ -234,13 +236,15 @@ def test_apply_targets_the_inputs_repository_from_anywhere(tmp_path, frozen_rmsn
     other = git.Repo.clone_from(repo.working_tree_dir, tmp_path / "other-clone")
     run_dir = tmp_path / "run"
     write_json(run_dir / "report.json", report)
-    done = run_cli("apply", str(run_dir), "--branch", "perf/here", cwd=tmp_path / "other-clone")
+    done = cli_in_process(
+        capfd, "apply", str(run_dir), "--branch", "perf/here", cwd=tmp_path / "other-clone"
+    )
     assert done.returncode == 0, done.stderr
     assert "perf/here" in repo.heads and "perf/here" not in other.heads
 
     relative = report.model_copy(update={"kernel_path": "kernels/rmsnorm"})
     write_json(run_dir / "report.json", relative)
-    done = run_cli("apply", str(run_dir), cwd=tmp_path / "other-clone")
+    done = cli_in_process(capfd, "apply", str(run_dir), cwd=tmp_path / "other-clone")
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert "relative kernel path" in done.stderr and "--repo" in done.stderr
     assert [h.name for h in other.heads] == ["main"]

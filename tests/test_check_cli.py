@@ -9,7 +9,7 @@ import pytest
 
 from scripts.freeze import freeze, measure_baseline
 
-from .conftest import EXAMPLES, run_cli
+from .conftest import EXAMPLES, cli_in_process
 
 
 def within_noise(w: dict, base: dict) -> bool:
@@ -23,7 +23,9 @@ def within_noise(w: dict, base: dict) -> bool:
 
 
 @pytest.mark.parametrize("example, samples", [("rmsnorm_torch", 15), ("softmax_triton", 8)])
-def test_example_checked_against_its_own_baseline_passes_at_speedup_one(example, samples, tmp_path):
+def test_example_checked_against_its_own_baseline_passes_at_speedup_one(
+    example, samples, tmp_path, capfd
+):
     options = {"samples": samples, "warmup": 3}
     task = freeze(
         EXAMPLES / example, tmp_path / "task", measure=partial(measure_baseline, **options)
@@ -33,7 +35,9 @@ def test_example_checked_against_its_own_baseline_passes_at_speedup_one(example,
     # A host clock on two shared cores: one check of the interpreted Triton kernel read 1.93x
     # (CI, 2026-12-02), another 0.63x. A second check must then agree: a bias reads off twice.
     for _ in range(2):
-        done = run_cli("check", str(task), str(kernel), "--json", "--samples", str(samples))
+        done = cli_in_process(
+            capfd, "check", str(task), str(kernel), "--json", "--samples", str(samples)
+        )
         assert done.returncode == 0, done.stdout + done.stderr
         verdict = json.loads(done.stdout)
         assert verdict["status"] == "PASSED"
@@ -51,29 +55,33 @@ def test_example_checked_against_its_own_baseline_passes_at_speedup_one(example,
     assert not off, (off, verdict["workloads"])
 
 
-def test_failing_candidate_exits_1_with_the_table_and_its_output(tmp_path):
+def test_failing_candidate_exits_1_with_the_table_and_its_output(tmp_path, capfd):
     bad = tmp_path / "bad.py"
     bad.write_text(
         "def rmsnorm(x, weight, eps=1e-6):\n    print('about to fail')\n    raise ValueError('no')\n"
     )
-    done = run_cli("check", str(EXAMPLES / "rmsnorm_torch"), str(bad), "--samples", "3")
+    done = cli_in_process(
+        capfd, "check", str(EXAMPLES / "rmsnorm_torch"), str(bad), "--samples", "3"
+    )
     assert done.returncode == 1, done.stderr
     assert "RUNTIME_ERROR" in done.stdout and "ValueError: no" in done.stdout
     assert "about to fail" in done.stdout  # the tail of the candidate's output
     assert "tokens_256" in done.stdout and "tokens_1k" in done.stdout
 
 
-def test_unusable_inputs_exit_2_with_one_line(tmp_path):
-    missing = run_cli(
-        "check", str(tmp_path / "no_task"), str(EXAMPLES / "rmsnorm_torch" / "kernel.py")
+def test_unusable_inputs_exit_2_with_one_line(tmp_path, capfd):
+    missing = cli_in_process(
+        capfd, "check", str(tmp_path / "no_task"), str(EXAMPLES / "rmsnorm_torch" / "kernel.py")
     )
     assert missing.returncode == 2 and missing.stdout == ""
     assert missing.stderr.count("\n") == 1 and "no_task" in missing.stderr
-    no_candidate = run_cli("check", str(EXAMPLES / "rmsnorm_torch"), str(tmp_path / "nope.py"))
+    no_candidate = cli_in_process(
+        capfd, "check", str(EXAMPLES / "rmsnorm_torch"), str(tmp_path / "nope.py")
+    )
     assert no_candidate.returncode == 2 and "candidate does not exist" in no_candidate.stderr
     (tmp_path / "empty").mkdir()
-    not_a_task = run_cli(
-        "check", str(tmp_path / "empty"), str(EXAMPLES / "rmsnorm_torch" / "kernel.py")
+    not_a_task = cli_in_process(
+        capfd, "check", str(tmp_path / "empty"), str(EXAMPLES / "rmsnorm_torch" / "kernel.py")
     )
     assert not_a_task.returncode == 2 and not_a_task.stderr.count("\n") == 1
 
@@ -115,11 +123,12 @@ class ModelNew(nn.Module):
 """
 
 
-def test_kernelbench_problem_is_frozen_then_checked(tmp_path):
+def test_kernelbench_problem_is_frozen_then_checked(tmp_path, capfd):
     pytest.importorskip("scripts.formats.kernelbench")
     (tmp_path / "21_relu_scale.py").write_text(PROBLEM)
     (tmp_path / "candidate.py").write_text(CANDIDATE)
-    done = run_cli(
+    done = cli_in_process(
+        capfd,
         "check",
         str(tmp_path / "21_relu_scale.py"),
         str(tmp_path / "candidate.py"),

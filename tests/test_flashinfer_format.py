@@ -14,7 +14,7 @@ from scripts.formats.flashinfer import list_operators
 from scripts.freeze import freeze, load_task
 from scripts.spec import OpKind
 
-from .conftest import EXAMPLES, run_cli
+from .conftest import EXAMPLES, cli_in_process
 
 TS = EXAMPLES / "flashinfer_traceset"
 RMSNORM_DEF = TS / "definitions" / "rmsnorm" / "rmsnorm_h256.json"
@@ -52,14 +52,14 @@ def test_list_operators_counts_workloads_and_names_authors(trace_set):
     ]
 
 
-def test_list_command_text_and_json():
-    text = run_cli("list", str(TS))
+def test_list_command_text_and_json(capfd):
+    text = cli_in_process(capfd, "list", str(TS))
     assert text.returncode == 0, text.stderr
     assert text.stdout.splitlines() == [
         "activation/silu_and_mul_d256  (3 workloads; solutions: baseline, triton-lab)",
         "rmsnorm/rmsnorm_h256  (4 workloads; solutions: baseline, triton-lab)",
     ]
-    as_json = run_cli("list", str(TS), "--json")
+    as_json = cli_in_process(capfd, "list", str(TS), "--json")
     assert as_json.returncode == 0, as_json.stderr
     assert json.loads(as_json.stdout) == list_operators(TS)
 
@@ -212,9 +212,9 @@ def test_frozen_task_needs_nothing_outside_itself(trace_set, tmp_path):
     assert rel_error(base(*inputs), ref(*inputs)) < 1e-6
 
 
-def test_freeze_command_by_definition_file(tmp_path):
+def test_freeze_command_by_definition_file(tmp_path, capfd):
     out = tmp_path / "task"
-    done = run_cli("freeze", str(RMSNORM_DEF), "--out", str(out), "--json")
+    done = cli_in_process(capfd, "freeze", str(RMSNORM_DEF), "--out", str(out), "--json")
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["task_dir"] == str(out) and len(result["workloads"]) == 4
@@ -222,12 +222,14 @@ def test_freeze_command_by_definition_file(tmp_path):
     assert spec["extra"]["solution"]["author"] == "baseline"
 
 
-def test_freeze_command_warns_when_it_falls_back_to_another_author(trace_set, tmp_path):
+def test_freeze_command_warns_when_it_falls_back_to_another_author(trace_set, tmp_path, capfd):
     shutil.rmtree(trace_set / "solutions" / "baseline")
     workloads = trace_set / "workloads" / "rmsnorm" / "rmsnorm_h256.jsonl"
     workloads.write_text("".join(workloads.read_text().splitlines(True)[:2]))  # keep it quick
     out = tmp_path / "task"
-    done = run_cli("freeze", str(trace_set), "--op", "rmsnorm_h256", "--out", str(out))
+    done = cli_in_process(
+        capfd, "freeze", str(trace_set), "--op", "rmsnorm_h256", "--out", str(out)
+    )
     assert done.returncode == 0, done.stderr
     assert "no 'baseline' author" in done.stderr and "triton-lab" in done.stderr
     spec = json.loads((out / "spec.json").read_text())

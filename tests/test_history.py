@@ -12,7 +12,7 @@ import pytest
 
 from tasks.store import history
 
-from .conftest import ROOT, run_cli
+from .conftest import ROOT, cli_in_process
 from .test_service import postgres  # noqa: F401  (the module's PostgreSQL server)
 
 WRITERS, RUNS_EACH = 6, 4
@@ -68,19 +68,23 @@ def write_concurrently(url: str):
     return found
 
 
-def test_concurrent_writers_on_sqlite(tmp_path, monkeypatch):
+def test_concurrent_writers_on_sqlite(tmp_path, monkeypatch, capfd):
     monkeypatch.delenv(history.ENV_VAR, raising=False)
     url = history.history_url(tmp_path / "runs")
     assert url.endswith("runs/history.sqlite")
     write_concurrently(url)
 
-    proc = run_cli("history", "concurrent", "--runs-root", str(tmp_path / "runs"), "--json")
+    proc = cli_in_process(
+        capfd, "history", "concurrent", "--runs-root", str(tmp_path / "runs"), "--json"
+    )
     assert proc.returncode == 0, proc.stderr
     listed = json.loads(proc.stdout)
     assert len(listed) == WRITERS * RUNS_EACH and listed[0]["winner"].endswith("-c0")
-    proc = run_cli("history", "concurrent", "--runs-root", str(tmp_path / "runs"))
+    proc = cli_in_process(capfd, "history", "concurrent", "--runs-root", str(tmp_path / "runs"))
     assert proc.returncode == 0 and proc.stdout.count("bakeoff") >= WRITERS * RUNS_EACH
-    missing = run_cli("history", "nothing-like-it", "--runs-root", str(tmp_path / "runs"))
+    missing = cli_in_process(
+        capfd, "history", "nothing-like-it", "--runs-root", str(tmp_path / "runs")
+    )
     assert missing.returncode == 0 and "no recorded runs" in missing.stdout
 
 

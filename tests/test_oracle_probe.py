@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import EXAMPLES, run_cli
+from .conftest import EXAMPLES, cli_in_process
 
 TS = EXAMPLES / "flashinfer_traceset"
 
@@ -33,13 +33,13 @@ TUPLE_KERNEL = (
 
 
 @pytest.mark.parametrize("reference_returns", ["a tensor", "a tuple of 1"])
-def test_a_tuple_and_a_tensor_are_a_structure_mismatch(tmp_path, reference_returns):
+def test_a_tuple_and_a_tensor_are_a_structure_mismatch(tmp_path, reference_returns, capfd):
     plain = (EXAMPLES / "rmsnorm_torch" / "kernel.py").read_text()
     tupled = reference_returns == "a tuple of 1"
     op = _native(tmp_path, files={"kernel.py": TUPLE_KERNEL if tupled else plain})
     candidate = tmp_path / "candidate.py"
     candidate.write_text(plain if tupled else TUPLE_KERNEL)
-    done = run_cli("check", str(op), str(candidate), "--json", "--samples", "5")
+    done = cli_in_process(capfd, "check", str(op), str(candidate), "--json", "--samples", "5")
     assert done.returncode == 1, done.stderr
     verdict = json.loads(done.stdout)
     other = "a tensor" if tupled else "a tuple of 1"
@@ -81,7 +81,7 @@ CONSTANT = (
 )
 
 
-def test_a_degenerate_oracle_is_said_at_freeze_and_in_every_report(tmp_path):
+def test_a_degenerate_oracle_is_said_at_freeze_and_in_every_report(tmp_path, capfd):
     from flows.report import oracle_warnings
 
     op = tmp_path / "cosine"
@@ -89,7 +89,7 @@ def test_a_degenerate_oracle_is_said_at_freeze_and_in_every_report(tmp_path):
     (op / "op.toml").write_text(COSINE_OP)
     (op / "kernel.py").write_text(COSINE_KERNEL)
     task = tmp_path / "task"
-    done = run_cli("freeze", str(op), "--out", str(task), "--json")
+    done = cli_in_process(capfd, "freeze", str(op), "--out", str(task), "--json")
     assert done.returncode == 0, done.stderr
     warning = next(ln for ln in done.stderr.splitlines() if "warning" in ln)
     assert "the oracle does not discriminate: a constant passes the check at rows" in warning
@@ -100,7 +100,7 @@ def test_a_degenerate_oracle_is_said_at_freeze_and_in_every_report(tmp_path):
     # what the warning is about: a candidate that never reads its inputs passes
     constant = tmp_path / "constant.py"
     constant.write_text(CONSTANT)
-    checked = run_cli("check", str(task), str(constant), "--samples", "5")
+    checked = cli_in_process(capfd, "check", str(task), str(constant), "--samples", "5")
     assert "PASSED" in checked.stdout and recorded["message"] in checked.stdout
 
 
@@ -122,7 +122,7 @@ def test_the_shipped_examples_are_not_degenerate():
         assert probe(spec, src, "cpu") is None, path
 
 
-def test_input_distributions_reach_every_check(tmp_path):
+def test_input_distributions_reach_every_check(tmp_path, capfd):
     """A reference that accepts only inputs in [5, 6] (rand + 5 in float32): frozen (its own check, the other sizes,
     the oracle probe) only because the workload draws them so."""
     picky = (
@@ -139,7 +139,7 @@ def test_input_distributions_reach_every_check(tmp_path):
         ).replace("dims = { T = 1024, H = 512 }\n", "dims = { T = 1024, H = 512 }\n" + draws),
         {"kernel.py": picky},
     )
-    done = run_cli("freeze", str(op), "--out", str(tmp_path / "task"))
+    done = cli_in_process(capfd, "freeze", str(op), "--out", str(tmp_path / "task"))
     assert done.returncode == 0, done.stderr
     assert "PASSED" in done.stdout
     # no warning about the oracle; one about this machine's load (a noisy frozen baseline) is
