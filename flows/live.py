@@ -172,9 +172,9 @@ def warm_fork_server(devices, on_cpu: bool = False) -> bool:
 
 
 def _run_flow(req: BakeoffRequest, out: dict) -> None:
-    from flows.bakeoff import bakeoff
+    try:  # the import too: a dependency missing on a host is the error to say, not a KeyError
+        from flows.bakeoff import bakeoff
 
-    try:
         with subflows_without_heartbeats():  # the embedded server lives and dies with us
             if req.rounds > 1:
                 from flows.campaign import campaign

@@ -134,3 +134,17 @@ def test_a_noisy_frozen_baseline_is_said_and_retimed_only_when_asked(
     assert after["workloads"] and m > 0
     # what follows depends on this machine's load, and is said either way
     assert ("within bounds now" in said) != ("warning: the machine was busy" in said)
+
+
+def test_a_flow_that_cannot_even_be_imported_hands_back_its_error(monkeypatch, tmp_path):
+    """The run's thread hands the main thread the import's own error (seen on a GPU host whose
+    image lacked a dependency: the command said only `KeyError: 'report'`)."""
+    import sys
+
+    from flows.live import _run_flow
+    from tasks.models.request import BakeoffRequest
+
+    monkeypatch.setitem(sys.modules, "flows.bakeoff", None)  # its import raises ImportError
+    out: dict = {}
+    _run_flow(BakeoffRequest(kernel_path=str(tmp_path)), out)
+    assert isinstance(out.get("error"), ImportError) and "report" not in out
