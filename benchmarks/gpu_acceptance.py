@@ -76,11 +76,19 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
+# the package's own dependencies a bare GPU box lacks (pyproject.toml; gitpython and anthropic
+# are left out: the bake-off's path does not import them). A missing one otherwise stops every
+# bake-off after its freeze, minutes of device time per problem, under `KeyError: 'report'`.
+NEEDED = ("prefect", "pydantic", "tomli_w", "optuna", "jinja2", "rich", "sqlalchemy", "safetensors")
+
+
 def import_torch():
-    """torch, once Prefect and pydantic are importable too (None, said on stderr, if not)."""
+    """torch, once the package's dependencies are importable too (None, said on stderr, if not)."""
     try:
-        import prefect  # noqa: F401
-        import pydantic  # noqa: F401
+        import importlib
+
+        for name in NEEDED:
+            importlib.import_module(name)
         import torch
     except ImportError as exc:
         print(
