@@ -176,15 +176,26 @@ class Service:
         auth = self.env.get("PREFECT_API_AUTH_STRING")
         return SyncPrefectClient(api=f"{self.url}/api", auth_string=auth)
 
-    def stop(self):
+    def stop(self, grace_s: float = 5.0):
+        """SIGINT to each process; whatever still runs after `grace_s` in all is killed with
+        everything under it (nothing is tested here, and the last test's teardown waited 15 s)."""
         for proc in reversed(self.procs):
             if proc.poll() is None:
                 proc.send_signal(signal.SIGINT)
+        deadline = time.monotonic() + grace_s
         for proc in self.procs:
             try:
-                proc.wait(20)
+                proc.wait(max(deadline - time.monotonic(), 0.01))
             except subprocess.TimeoutExpired:
-                proc.kill()
+                tree, i = [proc.pid], 0
+                while i < len(tree):
+                    tree += children(tree[i])
+                    i += 1
+                for pid in tree:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass  # it ended meanwhile
                 proc.wait()
 
 
