@@ -1,0 +1,103 @@
+"""Where a command's CPU goes, by kind of process: the test suite's figures in docs/testing.md.
+
+    python -m benchmarks.suite_cpu [--json OUT] -- .venv/bin/python -m pytest -q -n auto ...
+
+Runs the command and, every 0.5 s until it ends, reads every process's CPU time from /proc
+(Linux). Each process is counted once, by its last reading, under the kind its command line
+names (a check forked from a warm server carries the server's command line). A process that
+lives less than one interval may be missed, so the total is a floor. Prints the seconds and
+process counts by kind, the total, and the command's wall time; `--json` keeps every process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+TICK = os.sysconf("SC_CLK_TCK")
+KINDS = (  # (kind, a fragment of the command line), first match wins
+    ("checks: warm servers and their forks", "scripts.forkserver"),
+    ("pytest workers", "exec(eval(sys.stdin"),
+    ("prefect server", "prefect.server"),
+    ("prefect server", "uvicorn"),
+    ("prefect worker", "worker start"),
+    ("bakeoff run / check / freeze CLI", "flows.cli"),
+    ("freeze and size probes", "scripts.freeze"),
+    ("freeze and size probes", "scripts.sizes"),
+    ("prefect CLI and flow runs", "prefect"),
+    ("other python", "python"),
+)
+COMPILERS = {"cc1plus", "g++", "c++", "gcc", "cc1", "as", "ld", "collect2"}
+
+
+def kind(command: str, comm: str) -> str:
+    if comm in COMPILERS:
+        return "C++ builds"
+    if comm.startswith("postgres"):
+        return "postgresql"
+    return next((k for k, part in KINDS if part in command), f"other: {comm}")
+
+
+def sample(seen: dict, skip: int) -> None:
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == skip:
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            comm, fields = (
+                stat[stat.index("(") + 1 : stat.rindex(")")],
+                stat[stat.rindex(")") + 2 :],
+            )
+            fields = fields.split()
+            key = (int(entry), fields[19])  # pid and start time: a reused pid is another process
+            cpu = (int(fields[11]) + int(fields[12])) / TICK
+            if key not in seen:
+                raw = Path(f"/proc/{entry}/cmdline").read_bytes()
+                seen[key] = {
+                    "pid": int(entry),
+                    "comm": comm,
+                    "cmd": raw.replace(b"\0", b" ").decode(errors="replace")[:300],
+                }
+            seen[key]["cpu_s"] = cpu
+        except (OSError, ValueError, IndexError):
+            continue  # it ended while being read
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", type=Path, help="every process seen, with its CPU seconds")
+    ap.add_argument("command", nargs=argparse.REMAINDER, help="after --: the command to run")
+    args = ap.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        ap.error("give the command to run after --")
+    before: dict = {}
+    sample(before, os.getpid())  # what ran already is not the command's
+    seen: dict = {}
+    started = time.monotonic()
+    proc = subprocess.Popen(command)
+    while proc.poll() is None:
+        sample(seen, os.getpid())
+        time.sleep(0.5)
+    wall = time.monotonic() - started
+    by_kind, count = Counter(), Counter()
+    for key, p in seen.items():
+        cpu = p["cpu_s"] - before.get(key, {}).get("cpu_s", 0.0)
+        by_kind[kind(p["cmd"], p["comm"])] += cpu
+        count[kind(p["cmd"], p["comm"])] += 1
+    for name, cpu in by_kind.most_common(12):
+        print(f"{cpu:8.1f} s  {count[name]:5d} processes  {name}")
+    print(f"{sum(by_kind.values()):8.1f} s  CPU in all; {wall:.0f} s wall; exit {proc.returncode}")
+    if args.json:
+        args.json.write_text(json.dumps(list(seen.values()), indent=1))
+    return proc.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
