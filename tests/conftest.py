@@ -43,11 +43,12 @@ _own_dir("BAKEOFF_LOCK_DIR", "bakeoff-test-locks-")
 if "BAKEOFF_TEST_COMPILE_CACHE" not in os.environ:
     os.environ["BAKEOFF_TEST_COMPILE_CACHE"] = tempfile.mkdtemp(prefix="bakeoff-test-compile-")
     atexit.register(shutil.rmtree, os.environ["BAKEOFF_TEST_COMPILE_CACHE"], ignore_errors=True)
-# Timed samples per workload of every check and freeze that names none (scripts/check.py): 10,
-# not the product's 30. The suite's checks are about verdicts, statuses and plumbing, never
-# about a figure (tests/controlled_timings.py sets the ones a test needs), and each sample is
-# a cache flush and a call on the host: 20 fewer saved ~1.7 s of a check's ~5.7 s here.
-os.environ.setdefault("BAKEOFF_SAMPLES", "10")
+# Timed samples per workload of every check and freeze that names none (scripts/check.py): 5,
+# the least the reviewer trusts, not the product's 30. The suite's checks are about verdicts,
+# statuses and plumbing, never about a figure (tests/controlled_timings.py sets the ones a
+# test needs), and each sample is a cache flush and a call on the host, for the candidate and
+# the baseline beside it: an eager check's harness phases took 1.66 s at 10, 1.2 s at 5 here.
+os.environ.setdefault("BAKEOFF_SAMPLES", "5")
 try:
     import torch
 
