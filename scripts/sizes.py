@@ -161,11 +161,10 @@ def _probe_isolated(spec: OpSpec, src_dir: Path, device: str) -> dict[str, str |
     imported, no device touched, so every fork starts with a clean device context), else
     started as `python -m scripts.sizes`."""
     from scripts import box, forkserver, sandbox
-    from scripts.untrusted import judge_env
 
     answers: dict[str, str | None] = {}
     names = [w.name for w in spec.workloads if not w.timed]
-    env = judge_env()
+    env = sandbox.judge_env()
     server = forkserver.server_for(env)
     with tempfile.TemporaryDirectory(prefix="bakeoff-sizes-") as tmp:
         work = Path(tmp)

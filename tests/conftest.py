@@ -17,6 +17,14 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 
 
+def _remove(path: Path) -> None:
+    """A tree with frozen tasks in it: they are read-only."""
+    from scripts.check import _remove as remove
+
+    if path.exists():
+        remove(path)
+
+
 def _own_dir(var: str, prefix: str) -> None:
     """A throwaway directory in `var` for this test process, unless the user set one. Each
     pytest-xdist worker gets its own: workers inherit the controller's environment, and two
@@ -43,6 +51,10 @@ _own_dir("BAKEOFF_LOCK_DIR", "bakeoff-test-locks-")
 if "BAKEOFF_TEST_COMPILE_CACHE" not in os.environ:
     os.environ["BAKEOFF_TEST_COMPILE_CACHE"] = tempfile.mkdtemp(prefix="bakeoff-test-compile-")
     atexit.register(shutil.rmtree, os.environ["BAKEOFF_TEST_COMPILE_CACHE"], ignore_errors=True)
+# Frozen tasks shared by the whole session (tests/agent_kernels.py: frozen_tiny_softmax).
+if "BAKEOFF_TEST_FROZEN_DIR" not in os.environ:
+    os.environ["BAKEOFF_TEST_FROZEN_DIR"] = tempfile.mkdtemp(prefix="bakeoff-test-frozen-")
+    atexit.register(lambda path: _remove(Path(path)), os.environ["BAKEOFF_TEST_FROZEN_DIR"])
 # Timed samples per workload of every check and freeze that names none (scripts/check.py): 5,
 # the least the reviewer trusts, not the product's 30. The suite's checks are about verdicts,
 # statuses and plumbing, never about a figure (tests/controlled_timings.py sets the ones a
