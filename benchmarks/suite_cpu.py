@@ -6,7 +6,7 @@ Runs the command and, every 0.5 s until it ends, reads every process's CPU time 
 (Linux). Each process is counted once, by its last reading, under the kind its command line
 names (a check forked from a warm server carries the server's command line). A process that
 lives less than one interval may be missed, so the total is a floor. Prints the seconds and
-process counts by kind, the total, and the command's wall time; `--json` keeps every process.
+process counts by kind, the total, and the command's wall time; `--json` keeps every process, with its parent's pid and the test it was started under.
 """
 
 from __future__ import annotations
@@ -44,6 +44,19 @@ def kind(command: str, comm: str) -> str:
     return next((k for k, part in KINDS if part in command), f"other: {comm}")
 
 
+def _current_test(pid: str) -> str | None:
+    """The test a process was started under: pytest sets PYTEST_CURRENT_TEST while each test
+    runs, and the processes it starts inherit it (a scrubbed environment does not: follow
+    `ppid`). None where the environment cannot be read."""
+    try:
+        for var in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+            if var.startswith(b"PYTEST_CURRENT_TEST="):
+                return var.partition(b"=")[2].decode(errors="replace")
+    except OSError:
+        pass
+    return None
+
+
 def sample(seen: dict, skip: int) -> None:
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == skip:
@@ -61,8 +74,10 @@ def sample(seen: dict, skip: int) -> None:
                 raw = Path(f"/proc/{entry}/cmdline").read_bytes()
                 seen[key] = {
                     "pid": int(entry),
+                    "ppid": int(fields[1]),
                     "comm": comm,
                     "cmd": raw.replace(b"\0", b" ").decode(errors="replace")[:300],
+                    "test": _current_test(entry),
                 }
             seen[key]["cpu_s"] = cpu
         except (OSError, ValueError, IndexError):

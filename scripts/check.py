@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from scripts import box, forkserver, isolation, manifest, protocol, sandbox
 from scripts.errors import BadInput
-from scripts.judge import CHILD_PGID, HARNESS_DIR, REPO_ROOT, TEST_COMPILE_CACHE_VAR
+from scripts.judge import CHILD_PGID, HARNESS_DIR, TEST_COMPILE_CACHE_VAR
 from scripts.verdict import Status, Verdict
 
 _HARNESS_AT_IMPORT = manifest.build(HARNESS_DIR)
@@ -184,11 +184,7 @@ def _same_as_first_seen(task_dir: Path) -> None:
 
 
 def _judge_env(device_env: dict[str, str] | None) -> dict[str, str]:
-    env = sandbox.scrub_env(os.environ)
-    env.update(device_env or {})
-    paths = [str(REPO_ROOT), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
-    env.update(PYTHONPATH=os.pathsep.join(paths), PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1")
-    return env
+    return sandbox.judge_env(device_env)
 
 
 def warm_up(device_env: dict[str, str] | None) -> None:

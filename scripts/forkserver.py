@@ -293,15 +293,18 @@ def enabled() -> bool:
 
 def server_for(env: dict[str, str], compiler: bool = False) -> Server | None:
     """The warm server for this judge environment (started on first use), one that imported
-    the compiler too if `compiler`, or None if warm starts are off (BAKEOFF_WARM_START=0)."""
+    the compiler too if `compiler`, or None if warm starts are off (BAKEOFF_WARM_START=0).
+    A server with the compiler serves requests without it as well: a process that warmed one
+    up (scripts.check.warm_up) starts no second server for its freezes and untrusted steps."""
     if not enabled():
         return None
     key = (tuple(sorted(env.items())), compiler)
     with _servers_lock:
-        server = _servers.get(key)
-        if server is not None and server.alive and not server.closed:
-            _servers.move_to_end(key)
-            return server
+        for k in [key] if compiler else [(key[0], True), key]:
+            server = _servers.get(k)
+            if server is not None and server.alive and not server.closed:
+                _servers.move_to_end(k)
+                return server
         server = _servers[key] = Server(dict(env), compiler)
         _servers.move_to_end(key)
         while len(_servers) > MAX_SERVERS:

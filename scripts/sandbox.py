@@ -56,6 +56,18 @@ def scrub_env(env: Mapping[str, str]) -> dict[str, str]:
     return box.allowed_env({k: v for k, v in env.items() if not is_secret(k)})
 
 
+def judge_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a judge and of every untrusted step beside it (scripts/check.py,
+    scripts/untrusted.py, scripts/sizes.py), so one warm server serves them all: this
+    process's, scrubbed, with `extra` (a device's variables) and the harness importable."""
+    env = scrub_env(os.environ)
+    env.update(extra or {})
+    root = str(Path(__file__).resolve().parent.parent)
+    paths = [root, *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
+    env.update(PYTHONPATH=os.pathsep.join(paths), PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1")
+    return env
+
+
 def secret_values(env: Mapping[str, str]) -> list[str]:
     """Values worth redacting from anything a candidate printed (short ones would hit by chance)."""
     return sorted(

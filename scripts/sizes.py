@@ -12,9 +12,9 @@ full with the reference, a mismatch refuses the candidate like any workload, and
 part in timing or speedups. Every size tried is recorded in `OpSpec.sizes_probed`, with the
 reason for each one not kept.
 
-On an accelerator the probe runs in a process of its own, started afresh after a size fails (a
-kernel that faults at an odd size must neither take the freeze with it nor leave a broken device
-context to the next size); on a CPU it runs in this process.
+The probe runs in a boxed process of its own (forked warm where it can be), started afresh after
+a size fails (a kernel that faults at an odd size must neither take the freeze with it nor leave
+a broken device context to the next size); on an accelerator it stops at the first failure.
 
 `python -m scripts.sizes SPEC.json SRC_DIR ANSWERS.jsonl` is that process: it probes the spec's
 untimed workloads not yet answered in ANSWERS.jsonl, one JSON line each, and stops after a failure
@@ -156,34 +156,33 @@ def _probe_here(
 
 
 def _probe_isolated(spec: OpSpec, src_dir: Path, device: str) -> dict[str, str | None]:
-    """Probe in fresh processes: one runs until a size fails, the next takes the rest."""
-    from scripts import box, sandbox
+    """Probe in fresh processes: one runs until a size fails, the next takes the rest. Each is
+    forked by the warm server the freeze's checks use (scripts/forkserver.py: torch already
+    imported, no device touched, so every fork starts with a clean device context), else
+    started as `python -m scripts.sizes`."""
+    from scripts import box, forkserver, sandbox
 
     answers: dict[str, str | None] = {}
     names = [w.name for w in spec.workloads if not w.timed]
-    env = sandbox.scrub_env(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(REPO_ROOT), env.get("PYTHONPATH"))))
+    env = sandbox.judge_env()
+    server = forkserver.server_for(env)
     with tempfile.TemporaryDirectory(prefix="bakeoff-sizes-") as tmp:
         work = Path(tmp)
         (work / "spec.json").write_text(spec.model_dump_json())
         out = work / "answers.jsonl"
         out.touch()
+        argv = [str(work / "spec.json"), str(src_dir), str(out)]
+        launch = dict(
+            env=env,
+            cwd=work,
+            log_path=work / "probe.log",
+            timeout_s=PROBE_TIMEOUT_S,
+            box=box.plan(read=[src_dir], write=[work], cwd=str(work)),
+        )
         while len(answers) < len(names):
-            finished = sandbox.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "scripts.sizes",
-                    str(work / "spec.json"),
-                    str(src_dir),
-                    str(out),
-                ],
-                env=env,
-                cwd=work,
-                log_path=work / "probe.log",
-                timeout_s=PROBE_TIMEOUT_S,
-                box=box.plan(read=[src_dir], write=[work], cwd=str(work)),
-            )
+            finished = server.run("scripts.sizes", argv, **launch) if server else None
+            if finished is None:
+                finished = sandbox.run([sys.executable, "-m", "scripts.sizes", *argv], **launch)
             before = len(answers)
             answers.update(_read_answers(out, names))
             if len(answers) == before:  # it ended before answering the next size

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
 import sys
 import tempfile
@@ -28,14 +27,6 @@ from scripts.errors import BadInput
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT_S = 600.0
 _spec_cache: dict[tuple, tuple] = {}
-
-
-def _env() -> dict[str, str]:
-    """The judges' environment (so the same warm server serves both)."""
-    env = sandbox.scrub_env(os.environ)
-    paths = [str(REPO_ROOT), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
-    env.update(PYTHONPATH=os.pathsep.join(paths), PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1")
-    return env
 
 
 def call(step: str, where: str, timeout_s: float = TIMEOUT_S, read=(), write=(), **kwargs):
@@ -50,7 +41,9 @@ def call(step: str, where: str, timeout_s: float = TIMEOUT_S, read=(), write=(),
         sandbox.write_new(request, json.dumps({"step": step, "kwargs": kwargs}))
         argv = [str(request), str(answer)]
         plan = box.plan(read=read, write=[workdir, *write], cwd=str(workdir))
-        how = dict(env=_env(), cwd=workdir, log_path=log, timeout_s=timeout_s, box=plan)
+        how = dict(
+            env=sandbox.judge_env(), cwd=workdir, log_path=log, timeout_s=timeout_s, box=plan
+        )
         server = forkserver.server_for(how["env"])
         finished = server.run("scripts.untrusted", argv, **how) if server else None
         if finished is None:

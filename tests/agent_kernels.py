@@ -81,3 +81,29 @@ def tiny_softmax(dst):
         assert "M = 16" in spec and "M = 8" in spec
         (dst / "op.toml").write_text(spec)
     return dst
+
+
+def frozen_tiny_softmax(root, samples: int = 5):
+    """tiny_softmax frozen at `root/task` (its source at `root/softmax`): a copy of one freeze
+    per sample count for the whole session, its workers included (BAKEOFF_TEST_FROZEN_DIR,
+    tests/conftest.py). The agent modules read this task as the oracle their roles work
+    against; each used to freeze its own (~4.7 s here, nine of them). A frozen task names no
+    path of its own, so a copy is the same oracle."""
+    import os
+    import shutil
+    from functools import partial
+    from pathlib import Path
+
+    from scripts.freeze import freeze, measure_baseline
+
+    root = Path(root)
+    src = tiny_softmax(root / "softmax")
+    kept = Path(os.environ["BAKEOFF_TEST_FROZEN_DIR"]) / f"tiny_softmax-samples{samples}"
+    if not kept.is_dir():
+        mine = kept.with_name(f"{kept.name}.{os.getpid()}")
+        freeze(src, mine, partial(measure_baseline, samples=samples))
+        try:
+            mine.rename(kept)  # atomic; a worker that froze it first keeps its copy
+        except OSError:
+            shutil.rmtree(mine, ignore_errors=True)
+    return Path(shutil.copytree(kept, root / "task"))

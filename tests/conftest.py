@@ -17,6 +17,14 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 
 
+def _remove(path: Path) -> None:
+    """A tree with frozen tasks in it: they are read-only."""
+    from scripts.check import _remove as remove
+
+    if path.exists():
+        remove(path)
+
+
 def _own_dir(var: str, prefix: str) -> None:
     """A throwaway directory in `var` for this test process, unless the user set one. Each
     pytest-xdist worker gets its own: workers inherit the controller's environment, and two
@@ -43,11 +51,22 @@ _own_dir("BAKEOFF_LOCK_DIR", "bakeoff-test-locks-")
 if "BAKEOFF_TEST_COMPILE_CACHE" not in os.environ:
     os.environ["BAKEOFF_TEST_COMPILE_CACHE"] = tempfile.mkdtemp(prefix="bakeoff-test-compile-")
     atexit.register(shutil.rmtree, os.environ["BAKEOFF_TEST_COMPILE_CACHE"], ignore_errors=True)
-# Timed samples per workload of every check and freeze that names none (scripts/check.py): 10,
-# not the product's 30. The suite's checks are about verdicts, statuses and plumbing, never
-# about a figure (tests/controlled_timings.py sets the ones a test needs), and each sample is
-# a cache flush and a call on the host: 20 fewer saved ~1.7 s of a check's ~5.7 s here.
-os.environ.setdefault("BAKEOFF_SAMPLES", "10")
+# Inductor on the CPU checks each vector ISA the CPU lists by compiling a test program into
+# its cache, so every fresh cache (each precompile test's candidate, each freeze's reference
+# run) paid a few C++ builds before its first kernel: test_precompile's compiled-baseline
+# test ran 121 compiler processes (34.7 CPU-s) with the checks, 54 (18.6 CPU-s) without. The
+# suite's hosts build those ISAs (CI installs g++); the product keeps Inductor's check.
+os.environ.setdefault("TORCHINDUCTOR_VEC_ISA_OK", "1")
+# Frozen tasks shared by the whole session (tests/agent_kernels.py: frozen_tiny_softmax).
+if "BAKEOFF_TEST_FROZEN_DIR" not in os.environ:
+    os.environ["BAKEOFF_TEST_FROZEN_DIR"] = tempfile.mkdtemp(prefix="bakeoff-test-frozen-")
+    atexit.register(lambda path: _remove(Path(path)), os.environ["BAKEOFF_TEST_FROZEN_DIR"])
+# Timed samples per workload of every check and freeze that names none (scripts/check.py): 5,
+# the least the reviewer trusts, not the product's 30. The suite's checks are about verdicts,
+# statuses and plumbing, never about a figure (tests/controlled_timings.py sets the ones a
+# test needs), and each sample is a cache flush and a call on the host, for the candidate and
+# the baseline beside it: an eager check's harness phases took 1.66 s at 10, 1.2 s at 5 here.
+os.environ.setdefault("BAKEOFF_SAMPLES", "5")
 try:
     import torch
 
@@ -126,6 +145,17 @@ def prefect_api():
 
     with prefect_test_harness(server_startup_timeout=60):
         yield
+
+
+@pytest.fixture
+def prefect_api_env(prefect_api) -> dict[str, str]:
+    """The environment that points a `bakeoff run` subprocess at this worker's Prefect server
+    (prefect_api), as a user with a server configured runs it, instead of the temporary server
+    it starts otherwise (a SQLite database made afresh: ~8 CPU-s of a run here). The tests of
+    that start (test_server_warmup, the Ctrl-C test of test_flow_cli) leave it out."""
+    from prefect.settings import PREFECT_API_URL
+
+    return {"PREFECT_API_URL": PREFECT_API_URL.value()}
 
 
 @pytest.fixture(scope="session")

@@ -8,19 +8,18 @@ from __future__ import annotations
 import json
 import os
 import time
-from functools import partial
 from pathlib import Path
 
 import pytest
 
-from scripts.freeze import freeze, load_task, measure_baseline
+from scripts.freeze import load_task
 from tasks.agents.messages import RoleError, converse
 from tasks.agents.outputs import ReviewAnswer
 from tasks.agents.tools import LaneTools
 from tasks.agents.transcript import Ledger, events
 from tasks.agents.workspace import Workspace
 from tests.agent_env import held_key, settings_for
-from tests.agent_kernels import tiny_softmax
+from tests.agent_kernels import frozen_tiny_softmax
 from tests.scripted_api import ScriptedAPI, fault, hang, reply, text, tool
 
 GOOD = {"candidate": "c1", "decision": "accepted", "reasons": ["computes the op"]}
@@ -111,9 +110,7 @@ def test_an_answer_without_tools_is_nudged_once_then_fails(tmp_path):
 
 @pytest.fixture(scope="module")
 def softmax_task(tmp_path_factory) -> Path:
-    measure = partial(measure_baseline, samples=5)
-    root = tmp_path_factory.mktemp("t")
-    return freeze(tiny_softmax(root / "softmax"), root / "task", measure)
+    return frozen_tiny_softmax(tmp_path_factory.mktemp("t"))
 
 
 def workspace(task: Path, lane_dir: Path) -> Workspace:

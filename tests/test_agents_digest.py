@@ -6,17 +6,15 @@ the limiting unit."""
 from __future__ import annotations
 
 import os
-from functools import partial
 from pathlib import Path
 
 import pytest
 
-from scripts.freeze import freeze, measure_baseline
 from tasks.agents.digest import build, limiter, render
 from tasks.agents.profile import digest
 from tasks.agents.profile_parse import OUTSIDE, clean_name, parse_ncu, parse_rocprof
 from tasks.report.roofline import DeviceRates, WorkloadFloor
-from tests.agent_kernels import rows_kernel, tiny_softmax
+from tests.agent_kernels import frozen_tiny_softmax, rows_kernel
 
 DATA = Path(__file__).parent / "data" / "profiles"
 H200 = DeviceRates(arch="sm_90", bandwidth=4.8e12, peak_flops=989e12, source="datasheet", note="")
@@ -86,9 +84,7 @@ def test_kernel_names_the_candidate_chose_are_cut_and_printable():
 @pytest.fixture(scope="module")
 def task(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("digest")
-    return freeze(
-        tiny_softmax(root / "softmax"), root / "task", partial(measure_baseline, samples=3)
-    )
+    return frozen_tiny_softmax(root)
 
 
 def test_on_a_cpu_the_digest_comes_from_torch_profiler_in_the_box(task, tmp_path):

@@ -94,7 +94,9 @@ def test_without_a_model_a_specless_directory_is_one_line_and_exit_2(tmp_path):
 
 
 @pytest.mark.slow
-def test_bakeoff_run_on_a_specless_directory_has_oracle_freezer_write_the_spec(tmp_path):
+def test_bakeoff_run_on_a_specless_directory_has_oracle_freezer_write_the_spec(
+    tmp_path, prefect_api_env
+):
     """The scripted model answers oracle_freezer with the spec; the run freezes and reports
     from it. Its one optimize round submits nothing (patience 1), so the lane ends failed and,
     nothing judged, the run exits 1."""
@@ -111,7 +113,9 @@ def test_bakeoff_run_on_a_specless_directory_has_oracle_freezer_write_the_spec(t
     ]
     runs = tmp_path / "runs"
     with held_key() as key, ScriptedAPI(steps) as api:
-        env = AGENT_ENV | {
+        env = {
+            **AGENT_ENV,
+            **prefect_api_env,
             "ANTHROPIC_API_KEY": key,
             "ANTHROPIC_BASE_URL": api.base_url,
             "BAKEOFF_AGENT_PATIENCE": "1",

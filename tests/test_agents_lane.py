@@ -59,7 +59,7 @@ CARD = reply(
 )
 
 
-def test_author_lane_by_bakeoff_run_ends_with_a_model_written_winner(tmp_path):
+def test_author_lane_by_bakeoff_run_ends_with_a_model_written_winner(tmp_path, prefect_api_env):
     steps = [
         reply(tool("read_file", path="TASK.md")),
         reply(tool("write_file", path="candidates/rows/kernel.py", content=rows_kernel(64))),
@@ -71,7 +71,9 @@ def test_author_lane_by_bakeoff_run_ends_with_a_model_written_winner(tmp_path):
     ]
     learned = tmp_path / "learned"
     with held_key() as key, ScriptedAPI(steps) as api:
-        env = AGENT_ENV | {
+        env = {
+            **AGENT_ENV,
+            **prefect_api_env,
             "ANTHROPIC_API_KEY": key,
             "ANTHROPIC_BASE_URL": api.base_url,
             "BAKEOFF_AGENT_LEARNED_DIR": str(learned),

@@ -7,14 +7,12 @@ digest are the real harness and torch.profiler, in the box."""
 from __future__ import annotations
 
 import json
-from functools import partial
 
 import pytest
 
-from scripts.freeze import freeze, measure_baseline
 from tasks.agents.loop import run_lane
 from tests.agent_env import held_key
-from tests.agent_kernels import WRONG, rows_kernel, tiny_softmax
+from tests.agent_kernels import WRONG, frozen_tiny_softmax, rows_kernel
 from tests.lane_doubles import LANE_ENV, FakeEvaluator, lane_request, prompt_of
 from tests.scripted_api import ScriptedAPI, last_result, receipt_in, reply, text, tool
 
@@ -90,9 +88,7 @@ def script(seen: dict) -> list:
 @pytest.fixture(scope="module")
 def lane(tmp_path_factory, prefect_api):  # the lane's artifact goes to the test server
     root = tmp_path_factory.mktemp("memory")
-    task = freeze(
-        tiny_softmax(root / "softmax"), root / "task", partial(measure_baseline, samples=3)
-    )
+    task = frozen_tiny_softmax(root)
     lane_dir = root / "lanes" / "triton-author"
     evaluator = FakeEvaluator(lane_dir, ["square", "wide"], {"rows": 1.5, "v2": 1.2, "wrong": None})
     seen: dict = {}

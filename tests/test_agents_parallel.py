@@ -7,16 +7,14 @@ are the test's own (tests/lane_doubles.py); nothing depends on this machine's sp
 from __future__ import annotations
 
 import json
-from functools import partial
 
 import pytest
 
-from scripts.freeze import freeze, measure_baseline
 from tasks.agents.explore import default_width, shares
 from tasks.agents.loop import run_lane
 from tasks.agents.transcript import events
 from tests.agent_env import held_key
-from tests.agent_kernels import rows_kernel, tiny_softmax
+from tests.agent_kernels import frozen_tiny_softmax, rows_kernel
 from tests.lane_doubles import LANE_ENV, FakeEvaluator, Router, lane_request
 from tests.scripted_api import ScriptedAPI, receipt_in, reply, tool
 
@@ -26,9 +24,7 @@ WORKLOADS = ["square", "wide"]
 @pytest.fixture(scope="module")
 def task(tmp_path_factory):
     root = tmp_path_factory.mktemp("parallel")
-    return freeze(
-        tiny_softmax(root / "softmax"), root / "task", partial(measure_baseline, samples=3)
-    )
+    return frozen_tiny_softmax(root)
 
 
 @pytest.fixture

@@ -4,26 +4,22 @@ command tool runs the harness's own interpreter (its torch and Triton), in the b
 
 from __future__ import annotations
 
-from functools import partial
 from pathlib import Path
 
 import pytest
 
 from scripts.check import check
-from scripts.freeze import freeze, measure_baseline
 from scripts.verdict import Status
 from tasks.agents.quick import QuickChecks
 from tasks.agents.tools import LaneTools
-from tests.agent_kernels import WRONG, rows_kernel, tiny_softmax
+from tests.agent_kernels import WRONG, frozen_tiny_softmax, rows_kernel
 from tests.test_agents_api import workspace
 
 
 @pytest.fixture(scope="module")
 def task(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("quick")
-    return freeze(
-        tiny_softmax(root / "softmax"), root / "task", partial(measure_baseline, samples=5)
-    )
+    return frozen_tiny_softmax(root)
 
 
 def test_a_quick_verdict_checks_the_small_sizes_and_times_nothing(task, tmp_path):

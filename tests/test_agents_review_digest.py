@@ -4,22 +4,18 @@ checked snapshot (torch.profiler here), and nothing of the writer's claims or re
 
 from __future__ import annotations
 
-from functools import partial
-
-from scripts.freeze import freeze, measure_baseline
 from tasks.agents import Deadline, RoleRequest
 from tasks.agents.review import review
 from tasks.models.plan import CandidateRef, CandidateResult
 from tasks.models.run import Review
 from tests.agent_env import held_key
-from tests.agent_kernels import rows_kernel, tiny_softmax
+from tests.agent_kernels import frozen_tiny_softmax, rows_kernel
 from tests.lane_doubles import LANE_ENV, prompt_of, verdict_for
 from tests.scripted_api import ScriptedAPI, reply, tool
 
 
 def test_the_reviewer_reads_the_verdict_the_diff_and_the_digest(tmp_path, monkeypatch):
-    task = freeze(tiny_softmax(tmp_path / "softmax"), tmp_path / "task",
-                  partial(measure_baseline, samples=3))  # fmt: skip
+    task = frozen_tiny_softmax(tmp_path)
     snap = tmp_path / "lane" / "snapshots" / "000-rows"
     snap.mkdir(parents=True)
     (snap / "kernel.py").write_text(rows_kernel(4))

@@ -4,16 +4,15 @@ baseline's distance to it, the tolerance as a number, the device and its peaks, 
 
 from __future__ import annotations
 
-from functools import partial
 from pathlib import Path
 
 import pytest
 
-from scripts.freeze import freeze, load_task, measure_baseline
+from scripts.freeze import load_task
 from tasks.agents.knowledge import KNOWLEDGE
 from tasks.agents.sheet import hardware_facts, workload_rows
 from tasks.report.roofline import DeviceRates, floors
-from tests.agent_kernels import tiny_softmax
+from tests.agent_kernels import frozen_tiny_softmax
 from tests.test_agents_api import workspace
 
 RATES = DeviceRates(arch="sm_90", bandwidth=4.8e12, peak_flops=989e12, source="datasheet", note="")
@@ -22,9 +21,7 @@ RATES = DeviceRates(arch="sm_90", bandwidth=4.8e12, peak_flops=989e12, source="d
 @pytest.fixture(scope="module")
 def task(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("sheet")
-    return freeze(
-        tiny_softmax(root / "softmax"), root / "task", partial(measure_baseline, samples=5)
-    )
+    return frozen_tiny_softmax(root)
 
 
 def test_rows_carry_the_reports_floor_and_the_baselines_distance_to_it(task):

@@ -6,20 +6,18 @@ precision shown counts; a Triton candidate that launched no Triton kernel is ref
 from __future__ import annotations
 
 import json
-from functools import partial
 from pathlib import Path
 
 import pytest
 
 from scripts.check import check
-from scripts.freeze import freeze, measure_baseline
 from scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
 from tasks.agents.loop import same_figure
 from tasks.agents.tools import INPUT_CHARS, LaneTools
 from tasks.check.language_rule import NO_TRITON, ruled
 from tasks.models.plan import CandidateRef, CandidateResult
 from tasks.run.store import write_json
-from tests.agent_kernels import rows_kernel, tiny_softmax
+from tests.agent_kernels import frozen_tiny_softmax, rows_kernel
 from tests.misbehaving_model import FORGE
 from tests.test_agents_api import workspace
 
@@ -27,9 +25,7 @@ from tests.test_agents_api import workspace
 @pytest.fixture(scope="module")
 def task(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("trust")
-    return freeze(
-        tiny_softmax(root / "softmax"), root / "task", partial(measure_baseline, samples=5)
-    )
+    return frozen_tiny_softmax(root)
 
 
 def passed(name: str, path: Path, speedup: float, kernels=(), language="triton") -> CandidateResult:

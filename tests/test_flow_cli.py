@@ -97,7 +97,10 @@ def test_kernel_that_does_not_freeze_is_refused(tmp_path, env):
     assert not (tmp_path / "runs").exists()
 
 
-def test_full_run_reports_skips_modelless_lanes_and_second_run_reuses(tmp_path, env):
+def test_full_run_reports_skips_modelless_lanes_and_second_run_reuses(
+    tmp_path, env, prefect_api_env
+):
+    env = {**env, **prefect_api_env}  # the temporary server's start: the Ctrl-C test below
     args = ("run", KERNEL, "--mode", "bakeoff", "--budget", "1", "--json")
     first = run_cli(*args, "--runs-root", str(tmp_path / "runs"), env=env)
     assert first.returncode == 0, first.stderr[-3000:]
@@ -214,10 +217,10 @@ def test_ctrl_c_stops_with_one_line_and_the_same_command_resumes(tmp_path, env):
     assert list((tmp_path / "home").glob("*.db*"))
 
 
-def test_a_run_that_judged_nothing_says_no_verdict_and_exits_1(tmp_path, env):
+def test_a_run_that_judged_nothing_says_no_verdict_and_exits_1(tmp_path, env, prefect_api_env):
     proc = run_cli(
         "run", KERNEL, "--mode", "author", "--target-language", "triton", "--budget", "1",
-        "--runs-root", str(tmp_path / "runs"), env=env,
+        "--runs-root", str(tmp_path / "runs"), env={**env, **prefect_api_env},
     )  # fmt: skip
     assert proc.returncode == 1, proc.stderr[-3000:]
     why = "lane triton: skipped: no model configured; set ANTHROPIC_API_KEY"

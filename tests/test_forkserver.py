@@ -171,7 +171,12 @@ def test_servers_are_kept_per_judge_environment(monkeypatch):
     a = forkserver.server_for({"CUDA_VISIBLE_DEVICES": "0"})
     assert forkserver.server_for({"CUDA_VISIBLE_DEVICES": "0"}) is a
     assert forkserver.server_for({"CUDA_VISIBLE_DEVICES": "1"}) is not a
-    assert forkserver.server_for({"CUDA_VISIBLE_DEVICES": "0"}, compiler=True) is not a
+    compiling = forkserver.server_for({"CUDA_VISIBLE_DEVICES": "0"}, compiler=True)
+    assert compiling is not a  # a plain server does not serve compiled checks
+    assert forkserver.server_for({"CUDA_VISIBLE_DEVICES": "1"}, compiler=True) is not compiling
+    # ... but a server with the compiler serves plain requests: no second server for them
+    assert forkserver.server_for({"CUDA_VISIBLE_DEVICES": "0"}) is compiling
+    assert forkserver.server_for({"CUDA_VISIBLE_DEVICES": "1"}) is not compiling
     monkeypatch.setenv("BAKEOFF_WARM_START", "0")
     assert forkserver.server_for({"CUDA_VISIBLE_DEVICES": "0"}) is None
 

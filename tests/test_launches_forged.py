@@ -9,17 +9,15 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
-from functools import partial
 from pathlib import Path
 
 import pytest
 
 from scripts.check import check
-from scripts.freeze import freeze, measure_baseline
 from scripts.verdict import Status
 from tasks.check.language_rule import NO_TRITON, ruled
 from tasks.models.plan import CandidateRef, CandidateResult
-from tests.agent_kernels import tiny_softmax
+from tests.agent_kernels import frozen_tiny_softmax
 from tests.conftest import EXAMPLES
 
 pytestmark = pytest.mark.skipif(
@@ -32,9 +30,7 @@ CORPUS = Path(__file__).parent / "corpus" / "launches"
 @pytest.fixture(scope="module")
 def task(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("forged")
-    return freeze(
-        tiny_softmax(root / "softmax"), root / "task", partial(measure_baseline, samples=3)
-    )
+    return frozen_tiny_softmax(root)
 
 
 def as_triton(task: Path, source: Path, tmp_path: Path) -> CandidateResult:
