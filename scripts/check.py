@@ -183,15 +183,11 @@ def _same_as_first_seen(task_dir: Path) -> None:
         )
 
 
-def _judge_env(device_env: dict[str, str] | None) -> dict[str, str]:
-    return sandbox.judge_env(device_env)
-
-
 def warm_up(device_env: dict[str, str] | None) -> None:
     """Start the warm server that checks on this device will fork from, without waiting for it:
     its import of torch and the compiler (seconds: docs/studies/h200_figures.md) overlaps
     whatever the caller does next instead of the first check's time."""
-    forkserver.server_for(_judge_env(device_env), compiler=True)
+    forkserver.server_for(sandbox.judge_env(device_env), compiler=True)
 
 
 def _run_judge(
@@ -216,7 +212,7 @@ def _run_judge(
         finished = _start_judge(
             request,
             [str(request_path), str(verdict_path)],
-            env=_judge_env(device_env),
+            env=sandbox.judge_env(device_env),
             cwd=workdir,
             log_path=workdir / "judge.log",
             timeout_s=_judge_deadline(request),

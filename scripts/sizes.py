@@ -34,7 +34,6 @@ from scripts.spec import OpSpec, SizeProbe, Workload
 MAX_INPUT_BYTES = 2 << 30  # a size larger than the listed one is not tried above this (memory)
 PROBE_SEED = 1234  # fixed: freezing the same input twice proposes and keeps the same sizes
 PROBE_TIMEOUT_S = 300.0  # one probe process; a size it hangs at is recorded and skipped
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def add_other_sizes(
