@@ -73,6 +73,7 @@ def test_bad_input_is_one_line_before_anything_starts(
     [
         ("BAKEOFF_PRECOMPILE_JOBS", "four", "BAKEOFF_PRECOMPILE_JOBS: must be a whole"),
         ("BAKEOFF_SAMPLES", "3", "BAKEOFF_SAMPLES: must be a whole number of at least 5"),
+        ("BAKEOFF_CPU_LLC_MIB", "big", "BAKEOFF_CPU_LLC_MIB: must be a positive number of MiB"),
     ],
 )
 def test_a_bad_setting_is_one_line_before_anything_starts(
