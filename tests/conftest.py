@@ -158,7 +158,7 @@ def prefect_api_env(prefect_api) -> dict[str, str]:
     """The environment that points a `bakeoff run` subprocess at this worker's Prefect server
     (prefect_api), as a user with a server configured runs it, instead of the temporary server
     it starts otherwise (a SQLite database made afresh: ~8 CPU-s of a run here). The tests of
-    that start (test_server_warmup, the Ctrl-C test of test_flow_cli) leave it out."""
+    that start (test_server_warmup, the Ctrl-C test's first run in test_flow_cli) leave it out."""
     from prefect.settings import PREFECT_API_URL
 
     return {"PREFECT_API_URL": PREFECT_API_URL.value()}

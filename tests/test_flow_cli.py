@@ -166,7 +166,7 @@ def test_full_run_reports_skips_modelless_lanes_and_second_run_reuses(
     assert [r["speedup"] for r in again["rows"]] == [c["speedup"] for c in result["candidates"]]
 
 
-def test_ctrl_c_stops_with_one_line_and_the_same_command_resumes(tmp_path, env):
+def test_ctrl_c_stops_with_one_line_and_the_same_command_resumes(tmp_path, env, prefect_api_env):
     import os
     import signal
     import subprocess
@@ -210,7 +210,9 @@ def test_ctrl_c_stops_with_one_line_and_the_same_command_resumes(tmp_path, env):
     [run_dir] = (tmp_path / "runs").iterdir()
     assert run_dir.name.startswith("rmsnorm-optimize-")  # each mode keeps its own directory
 
-    again = subprocess.run(argv, env=full, cwd=ROOT, capture_output=True, text=True, timeout=400)
+    # the resumed run on the worker's server: a temporary server's start is the first run's
+    resumed = {**full, **prefect_api_env}
+    again = subprocess.run(argv, env=resumed, cwd=ROOT, capture_output=True, text=True, timeout=400)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "resuming: the last run here stopped in phase 'lanes'" in again.stdout
     assert "anonymous usage" not in again.stdout + again.stderr
