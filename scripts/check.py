@@ -22,6 +22,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from scripts import box, forkserver, isolation, manifest, protocol, sandbox
+from scripts.arch import cpu_llc_bytes
 from scripts.errors import BadInput
 from scripts.judge import CHILD_PGID, HARNESS_DIR, TEST_COMPILE_CACHE_VAR
 from scripts.verdict import Status, Verdict
@@ -160,6 +161,7 @@ def judge_baseline(
 
 def _request(task_dir: Path, candidate, *, freezing, candidate_env, timeout_s, **counts):
     given = {k: v for k, v in counts.items() if v is not None}
+    cpu_llc_bytes()  # the judge's children read it: a bad value is said here, once
     if "samples" not in given and (samples := default_samples()) is not None:
         given["samples"] = samples
     return protocol.JudgeRequest(

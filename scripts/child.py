@@ -429,7 +429,8 @@ def main(argv: list[str]) -> int:
     results = Results(Path(request.results), int(argv[1]))
     device = device_kind()
     clock = timing.Clock(device, _NOW_NS)
-    flusher = timing.Flusher(device, flush_bytes(detect()))
+    flushed = flush_bytes(detect())
+    flusher = timing.Flusher(device, flushed)
     # Candidates' streams are audited; the frozen baseline's are not (the user's own code): the
     # profiler's first start (seconds) has no compile to hide behind in its process.
     audited = request.candidate is not None and not request.precompile
@@ -445,7 +446,8 @@ def main(argv: list[str]) -> int:
         torch.set_num_threads(1)  # a host clock on a shared machine: one thread varies least
     launches.install_extensions()  # before the candidate binds load_inline / load, or triton
     guard = Guard(device)
-    results.write(protocol.HELLO, protocol.ChildHello(device=device, clock=clock.kind))
+    hello = protocol.ChildHello(device=device, clock=clock.kind, flush_bytes=flushed)
+    results.write(protocol.HELLO, hello)
     t0 = _NOW_NS()
     try:
         src = Path(request.src_dir)
@@ -461,9 +463,7 @@ def main(argv: list[str]) -> int:
         audit.close()
         return 0
     load_s = (_NOW_NS() - t0) / 1e9
-    results.write(
-        protocol.HELLO, protocol.ChildHello(device=device, clock=clock.kind, load_s=load_s)
-    )
+    results.write(protocol.HELLO, hello.model_copy(update={"load_s": load_s}))
     runner = Runner(request, results, fn, clock, flusher, device, sm_clock, audit)
     for index, seeds in enumerate(request.workloads):
         results.marker(f"start {index}")

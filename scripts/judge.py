@@ -350,6 +350,7 @@ class Judge:
             speedup=geomean(speedups) if not bad and all(speedups) else None,
             output_tail=output,
             candidate_seconds=results.candidate_seconds(),
+            flush_bytes=getattr(results.hello, "flush_bytes", None),
         )
 
     @staticmethod

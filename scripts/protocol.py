@@ -125,6 +125,7 @@ class ChildHello(BaseModel):
     device: str
     clock: str
     load_s: float = 0.0
+    flush_bytes: int = 0  # written before each timed call (twice the last-level cache)
 
 
 class Precompiled(BaseModel):

@@ -128,6 +128,7 @@ class Verdict(BaseModel):
     # Where a check's time went, in the judge: the baseline's run beside the candidate, the
     # candidate's process (its own time included), the reference and comparisons after it.
     harness_phases: dict[str, float] = Field(default_factory=dict)
+    flush_bytes: int | None = None  # the cache flush before each timed call, as the child wrote it
 
     @model_validator(mode="after")
     def _overall_is_consistent(self) -> Verdict:

@@ -4,7 +4,10 @@ import json
 import os
 import signal
 import sys
+import tempfile
 import time
+
+_kept = []  # what the fork leaves for its exit to finalize
 
 
 def main(argv: list[str]) -> int:
@@ -23,6 +26,9 @@ def main(argv: list[str]) -> int:
         with open(argv[1], "w") as f:
             json.dump(facts, f)
         return 3
+    if what == "finalizers":  # a directory of its own, removed by its finalizer at exit
+        _kept.append(tempfile.TemporaryDirectory(dir=argv[1]))
+        return 0
     if what == "sleep":
         time.sleep(float(argv[1]))
         return 0

@@ -87,7 +87,22 @@ def task(tmp_path_factory) -> Path:
     return frozen_tiny_softmax(root)
 
 
-def test_on_a_cpu_the_digest_comes_from_torch_profiler_in_the_box(task, tmp_path):
+@pytest.mark.parametrize("warm", ["1", "0"])
+def test_on_a_cpu_the_digest_comes_from_torch_profiler_in_the_box(
+    warm, task, tmp_path, monkeypatch
+):
+    """Forked by the checks' warm server, or, with warm starts off, in a fresh interpreter: the
+    same digest either way."""
+    from scripts import forkserver
+
+    monkeypatch.setenv("BAKEOFF_WARM_START", warm)
+    forked = []
+    run = forkserver.Server.run
+    monkeypatch.setattr(
+        forkserver.Server,
+        "run",
+        lambda self, module, *a, **k: forked.append(module) or run(self, module, *a, **k),
+    )
     cand = tmp_path / "ws" / "rows.py"
     cand.parent.mkdir()
     cand.write_text(rows_kernel(4))
@@ -97,6 +112,7 @@ def test_on_a_cpu_the_digest_comes_from_torch_profiler_in_the_box(task, tmp_path
     assert text.startswith("profile digest: rows on square (torch.profiler, cpu); 3 calls"), text
     assert "| kernel | calls | share |" in text and OUTSIDE in text
     assert "8192 bytes ->" in text  # the report's bytes for square (16 x 128 float32)
+    assert forked == (["tasks.agents.profile_run"] if warm == "1" else [])
     assert digest(task, cand, "nope", env, {}, "rows").startswith("no workload 'nope'")
 
 

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from scripts import arch
+from scripts.errors import BadInput
 
 
 def props(**kw):
@@ -58,6 +59,18 @@ def test_cpu_without_a_device(monkeypatch):
     info = arch.detect()
     assert (info.vendor, info.arch) == ("cpu", "cpu")
     assert arch.flush_bytes(info) == 2 * info.llc_bytes
+
+
+def test_a_cpu_hosts_cache_is_64_mib_unless_it_says_otherwise(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.delenv(arch.CPU_LLC_VAR, raising=False)
+    assert arch.detect().llc_bytes == 64 << 20
+    monkeypatch.setenv(arch.CPU_LLC_VAR, "480")  # what this VM's sysfs reports
+    assert arch.flush_bytes(arch.detect()) == 960 << 20
+    for bad in ("0", "-4", "big", "nan"):
+        monkeypatch.setenv(arch.CPU_LLC_VAR, bad)
+        with pytest.raises(BadInput, match=f"must be a positive number of MiB, got '{bad}'"):
+            arch.detect()
 
 
 def test_peak_rates_come_from_the_table_and_unknown_arch_gets_the_generous_default():

@@ -98,6 +98,19 @@ def test_a_check_that_names_no_sample_count_takes_the_hosts(small_task, tmp_path
         check(small_task, write(tmp_path, "plain", text), **unnamed)
 
 
+def test_a_hosts_cpu_cache_is_the_one_its_checks_flush(small_task, tmp_path, monkeypatch):
+    """BAKEOFF_CPU_LLC_MIB: the cache the judge's children flush and the machine they record;
+    a value that is not a size is refused before any child starts."""
+    text = source(f"return {RMS}")
+    monkeypatch.setenv("BAKEOFF_CPU_LLC_MIB", "0.5")
+    verdict = check(small_task, write(tmp_path, "plain", text), **SMALL)
+    assert verdict.status is Status.PASSED, verdict.reason
+    assert verdict.flush_bytes == 1 << 20, verdict  # twice the cache, in the children
+    monkeypatch.setenv("BAKEOFF_CPU_LLC_MIB", "-1")
+    with pytest.raises(BadInput, match="BAKEOFF_CPU_LLC_MIB: must be a positive number of MiB"):
+        check(small_task, write(tmp_path, "plain", text), **SMALL)
+
+
 def test_passed_verdict_carries_timing_speedup_and_costs(small_task, tmp_path):
     text = source(f"print('hello from the candidate')\n    return {RMS}")
     verdict = check(small_task, write(tmp_path, "chatty", text), **SMALL)

@@ -73,6 +73,7 @@ def test_bad_input_is_one_line_before_anything_starts(
     [
         ("BAKEOFF_PRECOMPILE_JOBS", "four", "BAKEOFF_PRECOMPILE_JOBS: must be a whole"),
         ("BAKEOFF_SAMPLES", "3", "BAKEOFF_SAMPLES: must be a whole number of at least 5"),
+        ("BAKEOFF_CPU_LLC_MIB", "big", "BAKEOFF_CPU_LLC_MIB: must be a positive number of MiB"),
     ],
 )
 def test_a_bad_setting_is_one_line_before_anything_starts(
@@ -165,7 +166,7 @@ def test_full_run_reports_skips_modelless_lanes_and_second_run_reuses(
     assert [r["speedup"] for r in again["rows"]] == [c["speedup"] for c in result["candidates"]]
 
 
-def test_ctrl_c_stops_with_one_line_and_the_same_command_resumes(tmp_path, env):
+def test_ctrl_c_stops_with_one_line_and_the_same_command_resumes(tmp_path, env, prefect_api_env):
     import os
     import signal
     import subprocess
@@ -209,7 +210,9 @@ def test_ctrl_c_stops_with_one_line_and_the_same_command_resumes(tmp_path, env):
     [run_dir] = (tmp_path / "runs").iterdir()
     assert run_dir.name.startswith("rmsnorm-optimize-")  # each mode keeps its own directory
 
-    again = subprocess.run(argv, env=full, cwd=ROOT, capture_output=True, text=True, timeout=400)
+    # the resumed run on the worker's server: a temporary server's start is the first run's
+    resumed = {**full, **prefect_api_env}
+    again = subprocess.run(argv, env=resumed, cwd=ROOT, capture_output=True, text=True, timeout=400)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "resuming: the last run here stopped in phase 'lanes'" in again.stdout
     assert "anonymous usage" not in again.stdout + again.stderr

@@ -161,6 +161,38 @@ def test_a_closed_server_still_answers_for_what_it_started(tmp_path):
     assert s.proc.wait(timeout=10) == 0
 
 
+FORKS_ONCE = """
+import os, sys, tempfile
+from pathlib import Path
+sys.path[0] = os.getcwd()  # the repository, importable after the fork's chdir
+from scripts import sandbox
+
+here = Path(sys.argv[1])
+parents = tempfile.TemporaryDirectory(dir=here)  # the forking process's, finalized at its exit
+pid = sandbox.fork_module(
+    "tests.forked_probe", ["finalizers", str(here)], env=dict(os.environ), cwd=here,
+    log_path=here / "fork.log",
+)
+_, status = os.waitpid(pid, 0)
+print(os.waitstatus_to_exitcode(status), Path(parents.name).is_dir(), flush=True)
+"""
+
+
+def test_a_fork_finalizes_what_it_made_and_leaves_what_it_inherited(tmp_path):
+    """A fork's exit runs the finalizers it made (its temporary directory goes) and not those
+    of the process it was forked from (whose directory stays: that process finalizes it)."""
+    import subprocess
+    import sys
+
+    said = subprocess.run(
+        [sys.executable, "-c", FORKS_ONCE, str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert said.returncode == 0, said.stderr
+    assert said.stdout.split() == ["0", "True"], (said.stdout, (tmp_path / "fork.log").read_text())
+    assert [p.name for p in tmp_path.iterdir()] == ["fork.log"]  # both directories finalized
+
+
 def test_servers_are_kept_per_judge_environment(monkeypatch):
     monkeypatch.setattr(
         forkserver,

@@ -397,12 +397,12 @@ def test_deploy_made_each_automation_of_the_readme_once(service):
 
 
 def test_a_cancel_of_a_run_whose_host_died_ends_it_cancelled(service, tmp_path):
-    """The README's cancel automation, with its window cut to 20 s: a run whose worker died
+    """The README's cancel automation, with its window cut to 10 s: a run whose worker died
     with every process under it is cancelled; no worker is left to stop it, so without the
     automation it would stay Cancelling until the crash automation fired."""
     service.prefect(
         "automation", "create", "--from-file",
-        str(made(tmp_path, automation("bakeoff-cancel-silent-runs", {60: 20}))),
+        str(made(tmp_path, automation("bakeoff-cancel-silent-runs", {60: 10}))),
     )  # fmt: skip
     service.stop_workers("default")
     runs = tmp_path / "runs"
@@ -416,7 +416,7 @@ def test_a_cancel_of_a_run_whose_host_died_ends_it_cancelled(service, tmp_path):
     service.prefect("flow-run", "cancel", rid)
     asked = time.monotonic()
     with service.client() as client:
-        wait_for(lambda: client.read_flow_run(rid).state.is_final(), 20 + 45, "the run to end")
+        wait_for(lambda: client.read_flow_run(rid).state.is_final(), 10 + 45, "the run to end")
         state = client.read_flow_run(rid).state
     assert state.is_cancelled(), f"{state}: {state.message}"
     assert state.message == automation_message("bakeoff-cancel-silent-runs"), state

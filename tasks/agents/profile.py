@@ -58,6 +58,10 @@ def _run(tool: str, task_dir: Path, candidate: Path, workload: str, env: dict, d
     # candidate read-only, only the workspace's temporary directory writable.
     out_dir.mkdir(parents=True, exist_ok=True)
     plan = box.plan(read=[task_dir, candidate], write=[out_dir.parent], cwd=str(out_dir.parent))
+    if tool == "torch.profiler":  # no profiler wraps it: forked by the checks' warm server
+        forked = _fork(run[3:] + ["--torch-profiler"], full_env, device_env, out_dir, plan)
+        if forked is not None:
+            return forked
     try:
         done = subprocess.run(
             isolation.wrap(argv, os.environ, plan),
@@ -71,6 +75,22 @@ def _run(tool: str, task_dir: Path, candidate: Path, workload: str, env: dict, d
     except subprocess.TimeoutExpired:
         return None, "", out_dir
     return done.returncode, done.stdout + done.stderr, out_dir
+
+
+def _fork(argv: list[str], env: dict, device_env: dict, out_dir: Path, plan: dict):
+    """`profile_run` in a fork of the warm server the lane's checks use (scripts/forkserver.py),
+    in the same box: no interpreter start or torch import (about 2 CPU-s a profile here).
+    None where warm starts are off or the server cannot fork."""
+    from scripts import forkserver, sandbox
+
+    server = forkserver.server_for(sandbox.judge_env(device_env))
+    log = out_dir.parent / "profile_run.log"
+    launch = dict(env=env, cwd=out_dir.parent, log_path=log, timeout_s=DEADLINE_S, box=plan)
+    finished = server.run("tasks.agents.profile_run", argv, **launch) if server else None
+    if finished is None:
+        return None
+    status = None if finished.timed_out else finished.returncode
+    return status, log.read_text(errors="replace"), out_dir
 
 
 def profile(task_dir: Path, candidate: Path, workload: str, env: dict, device_env: dict) -> str:

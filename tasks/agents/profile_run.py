@@ -17,7 +17,9 @@ from scripts.freeze import load_task
 from tasks.agents.profile_parse import CALLS, TORCH_MARK
 
 
-def main(task_dir: str, candidate: str, workload: str, *mode: str) -> int:
+def main(argv: list[str]) -> int:
+    """argv: TASK_DIR CANDIDATE WORKLOAD [--torch-profiler] (a fork's `main`, as `python -m`)."""
+    task_dir, candidate, workload, *mode = argv
     spec, _, _ = load_task(Path(task_dir))
     if spec.format != "native":
         print(f"profiling runs native-format ops only; this op is {spec.format}")
@@ -57,4 +59,4 @@ def torch_profile(fn, inputs) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:]))
+    sys.exit(main(sys.argv[1:]))

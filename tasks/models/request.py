@@ -125,6 +125,7 @@ def validate(req: BakeoffRequest) -> BakeoffRequest:
     if not Path(req.kernel_path).exists():
         raise BadInput(req.kernel_path, "no such file or directory")
     if req.dispatch == "local":
+        from scripts.arch import cpu_llc_bytes
         from scripts.check import default_samples
         from tasks.check.evaluate import precompile_jobs
         from tasks.check.gpu_pool import resolve
@@ -132,6 +133,7 @@ def validate(req: BakeoffRequest) -> BakeoffRequest:
         resolve(req.pool)  # raises for ids that do not exist here
         precompile_jobs()  # raises for a BAKEOFF_PRECOMPILE_JOBS that is not a number
         default_samples()  # and for a BAKEOFF_SAMPLES under the reviewer's least
+        cpu_llc_bytes()  # and for a BAKEOFF_CPU_LLC_MIB that is not a size
     # Absolute: the run records it, and `bakeoff apply` finds the input's repository by it,
     # from whatever directory (or other clone) apply is called.
     kernel_path = os.path.abspath(req.kernel_path)
