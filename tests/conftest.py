@@ -144,6 +144,21 @@ def own_compile_caches(monkeypatch):
     monkeypatch.delenv("BAKEOFF_TEST_COMPILE_CACHE", raising=False)
 
 
+@pytest.fixture
+def forked(monkeypatch) -> list[str]:
+    """The modules this test's warm servers forked (scripts/forkserver.py), in order."""
+    from scripts import forkserver
+
+    modules: list[str] = []
+    run = forkserver.Server.run
+    monkeypatch.setattr(
+        forkserver.Server,
+        "run",
+        lambda self, module, *a, **k: modules.append(module) or run(self, module, *a, **k),
+    )
+    return modules
+
+
 @pytest.fixture(scope="session")
 def prefect_api():
     """A temporary Prefect server (own SQLite database) for flows run in the test process."""

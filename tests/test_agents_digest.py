@@ -89,20 +89,11 @@ def task(tmp_path_factory) -> Path:
 
 @pytest.mark.parametrize("warm", ["1", "0"])
 def test_on_a_cpu_the_digest_comes_from_torch_profiler_in_the_box(
-    warm, task, tmp_path, monkeypatch
+    warm, task, tmp_path, monkeypatch, forked
 ):
     """Forked by the checks' warm server, or, with warm starts off, in a fresh interpreter: the
     same digest either way."""
-    from scripts import forkserver
-
     monkeypatch.setenv("BAKEOFF_WARM_START", warm)
-    forked = []
-    run = forkserver.Server.run
-    monkeypatch.setattr(
-        forkserver.Server,
-        "run",
-        lambda self, module, *a, **k: forked.append(module) or run(self, module, *a, **k),
-    )
     cand = tmp_path / "ws" / "rows.py"
     cand.parent.mkdir()
     cand.write_text(rows_kernel(4))

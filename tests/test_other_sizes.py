@@ -257,20 +257,11 @@ def get_init_inputs():
 
 @pytest.mark.parametrize("warm", ["1", "0"])
 def test_the_isolated_probe_survives_a_reference_that_kills_its_process(
-    warm, tmp_path, monkeypatch
+    warm, tmp_path, monkeypatch, forked
 ):
     """Forked by the warm server (one fork up to the abort, a fresh one for the rest), or, with
     warm starts off, in fresh interpreters: the same answers either way."""
-    from scripts import forkserver
-
     monkeypatch.setenv("BAKEOFF_WARM_START", warm)
-    forked = []
-    run = forkserver.Server.run
-    monkeypatch.setattr(
-        forkserver.Server,
-        "run",
-        lambda self, module, *a, **k: forked.append(module) or run(self, module, *a, **k),
-    )
     spec, src = load_spec(_write(tmp_path / "crashing.py", CRASHING))
     out = sizes.add_other_sizes(spec, src, device="cpu", isolated=True)
     assert forked == (["scripts.sizes"] * 2 if warm == "1" else [])
