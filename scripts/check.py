@@ -275,13 +275,8 @@ def _start_judge(
     as a fresh interpreter. A candidate's check (or precompile) forks from a server that has
     imported the compiler too; the freeze's check of the baseline from one that has not (it
     shares the server of the freeze's other sandboxed steps, which compile nothing)."""
-    server = forkserver.server_for(how["env"], compiler=not request.freezing) if warm else None
-    finished = None
-    if server is not None:
-        finished = server.run("scripts.judge", argv, **how)
-    if finished is None:
-        finished = sandbox.run([sys.executable, "-m", "scripts.judge", *argv], **how)
-    return finished
+    compiler = not request.freezing
+    return forkserver.run_module("scripts.judge", argv, compiler=compiler, warm=warm, **how)
 
 
 def _kill_candidate_group(workdir: Path) -> None:

@@ -312,6 +312,28 @@ def server_for(env: dict[str, str], compiler: bool = False) -> Server | None:
         return server
 
 
+def run_module(
+    module: str,
+    argv: list[str],
+    *,
+    compiler: bool = False,
+    warm: bool = True,
+    server_env: dict[str, str] | None = None,
+    **launch,
+) -> sandbox.Finished:
+    """`module.main(argv)` with `launch` (env, cwd, log_path, timeout_s, box): forked by the warm
+    server for `server_env` (launch's env if None; one with the compiler if `compiler`), else,
+    with warm starts off (or `warm` False) or a server that cannot fork, as `python -m module`
+    in a fresh interpreter. The same box, environment and deadline either way."""
+    server = (
+        server_for(launch["env"] if server_env is None else server_env, compiler) if warm else None
+    )
+    finished = server.run(module, argv, **launch) if server else None
+    if finished is None:
+        finished = sandbox.run([sys.executable, "-m", module, *argv], **launch)
+    return finished
+
+
 def server_pids() -> set[int]:
     with _servers_lock:
         return {s.proc.pid for s in _servers.values()}

@@ -164,7 +164,6 @@ def _probe_isolated(spec: OpSpec, src_dir: Path, device: str) -> dict[str, str |
     answers: dict[str, str | None] = {}
     names = [w.name for w in spec.workloads if not w.timed]
     env = sandbox.judge_env()
-    server = forkserver.server_for(env)
     with tempfile.TemporaryDirectory(prefix="bakeoff-sizes-") as tmp:
         work = Path(tmp)
         (work / "spec.json").write_text(spec.model_dump_json())
@@ -179,9 +178,7 @@ def _probe_isolated(spec: OpSpec, src_dir: Path, device: str) -> dict[str, str |
             box=box.plan(read=[src_dir], write=[work], cwd=str(work)),
         )
         while len(answers) < len(names):
-            finished = server.run("scripts.sizes", argv, **launch) if server else None
-            if finished is None:
-                finished = sandbox.run([sys.executable, "-m", "scripts.sizes", *argv], **launch)
+            finished = forkserver.run_module("scripts.sizes", argv, **launch)
             before = len(answers)
             answers.update(_read_answers(out, names))
             if len(answers) == before:  # it ended before answering the next size

@@ -44,10 +44,7 @@ def call(step: str, where: str, timeout_s: float = TIMEOUT_S, read=(), write=(),
         how = dict(
             env=sandbox.judge_env(), cwd=workdir, log_path=log, timeout_s=timeout_s, box=plan
         )
-        server = forkserver.server_for(how["env"])
-        finished = server.run("scripts.untrusted", argv, **how) if server else None
-        if finished is None:
-            finished = sandbox.run([sys.executable, "-m", "scripts.untrusted", *argv], **how)
+        finished = forkserver.run_module("scripts.untrusted", argv, **how)
         if finished.timed_out:
             raise BadInput(where, f"reading it did not finish within {timeout_s:g} s")
         if finished.returncode != 0 or not answer.is_file():

@@ -39,16 +39,8 @@ def _run(tool: str, task_dir: Path, candidate: Path, workload: str, env: dict, d
     """The profiler (or, for "torch.profiler", the profiled command alone) over one candidate
     on one workload, in the box; (exit status or None on its deadline, its output, its
     output directory)."""
-    run = [sys.executable, "-m", "tasks.agents.profile_run", str(task_dir), str(candidate)]
-    run.append(workload)
+    args = [str(task_dir), str(candidate), workload]
     out_dir = Path(env["TMPDIR"]) / "profile"
-    if tool == "ncu":
-        argv = ["ncu", "--clock-control", "none", "--target-processes", "all", "--csv"]
-        argv += ["--page", "details", *run]
-    elif tool == "rocprofv3":
-        argv = ["rocprofv3", "--kernel-trace", "--stats", "-d", str(out_dir), "--", *run]
-    else:
-        argv = [*run, "--torch-profiler"]
     full_env = {**env, **device_env, "PYTHONPATH": str(ROOT)}
     # Its home is the one writable directory of its box: Triton keeps its cache under HOME.
     full_env["HOME"] = str(out_dir.parent)
@@ -59,9 +51,13 @@ def _run(tool: str, task_dir: Path, candidate: Path, workload: str, env: dict, d
     out_dir.mkdir(parents=True, exist_ok=True)
     plan = box.plan(read=[task_dir, candidate], write=[out_dir.parent], cwd=str(out_dir.parent))
     if tool == "torch.profiler":  # no profiler wraps it: forked by the checks' warm server
-        forked = _fork(run[3:] + ["--torch-profiler"], full_env, device_env, out_dir, plan)
-        if forked is not None:
-            return forked
+        return _fork([*args, "--torch-profiler"], full_env, device_env, out_dir, plan)
+    run = [sys.executable, "-m", "tasks.agents.profile_run", *args]
+    if tool == "ncu":
+        argv = ["ncu", "--clock-control", "none", "--target-processes", "all", "--csv"]
+        argv += ["--page", "details", *run]
+    else:
+        argv = ["rocprofv3", "--kernel-trace", "--stats", "-d", str(out_dir), "--", *run]
     try:
         done = subprocess.run(
             isolation.wrap(argv, os.environ, plan),
@@ -78,19 +74,24 @@ def _run(tool: str, task_dir: Path, candidate: Path, workload: str, env: dict, d
 
 
 def _fork(argv: list[str], env: dict, device_env: dict, out_dir: Path, plan: dict):
-    """`profile_run` in a fork of the warm server the lane's checks use (scripts/forkserver.py),
-    in the same box: no interpreter start or torch import (about 2 CPU-s a profile here).
-    None where warm starts are off or the server cannot fork."""
+    """`profile_run` forked by the warm server the lane's checks use (scripts/forkserver.py),
+    in the box: no interpreter start or torch import; a fresh one where warm starts are off."""
     from scripts import forkserver, sandbox
 
-    server = forkserver.server_for(sandbox.judge_env(device_env))
     log = out_dir.parent / "profile_run.log"
-    launch = dict(env=env, cwd=out_dir.parent, log_path=log, timeout_s=DEADLINE_S, box=plan)
-    finished = server.run("tasks.agents.profile_run", argv, **launch) if server else None
-    if finished is None:
-        return None
+    finished = forkserver.run_module(
+        "tasks.agents.profile_run",
+        argv,
+        server_env=sandbox.judge_env(device_env),
+        env=env,
+        cwd=out_dir.parent,
+        log_path=log,
+        timeout_s=DEADLINE_S,
+        box=plan,
+    )
     status = None if finished.timed_out else finished.returncode
-    return status, log.read_text(errors="replace"), out_dir
+    text = log.read_text(errors="replace") if log.exists() else ""
+    return status, text, out_dir
 
 
 def profile(task_dir: Path, candidate: Path, workload: str, env: dict, device_env: dict) -> str:
