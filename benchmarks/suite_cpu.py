@@ -1,6 +1,7 @@
 """Where a command's CPU goes, by kind of process: the test suite's figures in docs/testing.md.
 
     python -m benchmarks.suite_cpu [--json OUT] -- .venv/bin/python -m pytest -q -n auto ...
+    python -m benchmarks.suite_cpu --servers OUT     # warm servers and their forks, from OUT
 
 Runs the command and, every 0.5 s until it ends, reads every process's CPU time from /proc
 (Linux). Each process is counted once, by its last reading, under the kind its command line
@@ -84,11 +85,37 @@ def sample(seen: dict, skip: int) -> None:
             continue  # it ended while being read
 
 
+def servers(processes: list[dict]) -> None:
+    """The warm servers of a `--json` record: their forks (judges, candidates, untrusted steps),
+    then the servers themselves (start-up, and the forking they do) by what started them."""
+    by_pid = {p["pid"]: p for p in processes}  # a reused pid: the last one seen
+
+    def is_server(p: dict | None) -> bool:
+        return p is not None and "scripts.forkserver" in p["cmd"]
+
+    forks = [p for p in processes if is_server(p) and is_server(by_pid.get(p["ppid"]))]
+    print(f"{sum(p['cpu_s'] for p in forks):8.1f} s  {len(forks):5d} processes  forks")
+    started, count = Counter(), Counter()
+    for p in processes:
+        parent = by_pid.get(p["ppid"])
+        if is_server(p) and not is_server(parent):
+            what = "servers with the compiler" if "--compiler" in p["cmd"] else "plain servers"
+            by = kind(parent["cmd"], parent["comm"]) if parent else "?"
+            started[what, by] += p["cpu_s"]
+            count[what, by] += 1
+    for (what, by), cpu in started.most_common():
+        print(f"{cpu:8.1f} s  {count[what, by]:5d} processes  {what}, started by {by}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", type=Path, help="every process seen, with its CPU seconds")
+    ap.add_argument("--servers", type=Path, help="a --json record: its warm servers")
     ap.add_argument("command", nargs=argparse.REMAINDER, help="after --: the command to run")
     args = ap.parse_args(argv)
+    if args.servers:
+        servers(json.loads(args.servers.read_text()))
+        return 0
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         ap.error("give the command to run after --")
@@ -103,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     wall = time.monotonic() - started
     by_kind, count = Counter(), Counter()
     for key, p in seen.items():
-        cpu = p["cpu_s"] - before.get(key, {}).get("cpu_s", 0.0)
+        p["cpu_s"] = cpu = p["cpu_s"] - before.get(key, {}).get("cpu_s", 0.0)  # the command's
         by_kind[kind(p["cmd"], p["comm"])] += cpu
         count[kind(p["cmd"], p["comm"])] += 1
     for name, cpu in by_kind.most_common(12):

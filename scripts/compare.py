@@ -134,10 +134,10 @@ class Projector:
         if start in self._kept:
             return self._kept[start]
         self._gen.manual_seed((self.seed + start) % (1 << 63))
-        # Drawn in float32 and widened: a float64 draw took 3x as long on a CPU (35 ms against
-        # 11 ms for 2M values), in the candidate's process, the baseline's and the judge. The
-        # vectors need only be unknown to the candidate and of unit variance; the products
-        # are still summed in float64.
+        # Drawn in float32 and widened: a float64 draw took about 3x as long on a CPU, in the
+        # candidate's process, the baseline's and the judge (docs/testing.md). The vectors need
+        # only be unknown to the candidate and of unit variance; the products are still summed
+        # in float64.
         w = torch.randn(
             PROJECTIONS, size, generator=self._gen, device=self.device, dtype=torch.float32
         ).to(torch.float64)

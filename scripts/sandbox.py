@@ -438,8 +438,8 @@ def _leave_inherited_finalizers() -> None:
     """In a fork: the finalizers this process inherited are its parent's to run at its own exit,
     not the fork's. Run in the fork, they removed the parent's temporary directories, and
     unregistering torch.library's registrations (made by a server's imports of Dynamo and
-    Inductor) one by one took about 0.1 s of every judge's and candidate's exit. Finalizers made
-    after the fork still run at its exit."""
+    Inductor) one by one was a tenth of every judge's and candidate's time (docs/testing.md).
+    Finalizers made after the fork still run at its exit."""
     for info in list(getattr(weakref.finalize, "_registry", {}).values()):
         info.atexit = False
 

@@ -69,9 +69,8 @@ if "BAKEOFF_TEST_FROZEN_DIR" not in os.environ:
 os.environ.setdefault("BAKEOFF_SAMPLES", "5")
 # The cache the harness flushes before each timed call on the host (scripts/arch.py): 1 MiB,
 # not the 64 MiB of a server CPU. Writing 128 MiB before each of a check's samples, in the
-# candidate's process and the baseline's beside it, was the largest part of their time: an
-# eager check of rmsnorm took 0.94 s of harness at 1 MiB against 1.3 s at 64 (with the forks'
-# exit below). The suite times nothing it asserts.
+# candidate's process and the baseline's beside it, was the largest part of their time
+# (docs/testing.md, "The harness's own seconds"). The suite times nothing it asserts.
 os.environ.setdefault("BAKEOFF_CPU_LLC_MIB", "1")
 try:
     import torch
