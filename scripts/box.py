@@ -188,9 +188,12 @@ def plan(
     cwd: str | None = None,
     bounds: Bounds | None = None,
     loopback: bool = False,
+    nested: bool = False,
 ) -> dict:
     """The box, as `isolation.enter` makes it: mounts in order (later ones over earlier ones),
-    the identity, the bounds, and the writable paths whose size is bounded."""
+    the identity, the bounds, and the writable paths whose size is bounded. `nested`: made
+    even by a process already in a box (the candidate's box inside its judge's: the judge's
+    files are not in it)."""
     mounts: list[list[str]] = []
     for top in SYSTEM:
         if os.path.islink(top):
@@ -221,6 +224,7 @@ def plan(
         "watch": [os.path.realpath(p) for p in map(str, write)],
         "cwd": os.path.realpath(cwd) if cwd else None,
         "loopback": bool(loopback),
+        "nested": bool(nested),
     }
 
 

@@ -1,6 +1,6 @@
 """The candidate's process: load it, call it on fresh inputs, time it, write down what it returned.
 
-Run by the judge as `python -m scripts.child CHILD.json MARKER_FD` in its own session, scratch
+Run by the judge as `python -m scripts.child CHILD.json MARKER_FD DEAL_FD` in its own session, scratch
 directory and scrubbed environment. It holds no secrets and no reference answer; the judge trusts
 none of what it writes (see scripts/protocol.py). The timing functions and the harness's own
 functions are captured before the candidate is imported; replacing any of them afterwards is
@@ -23,6 +23,7 @@ WARM_CLOCKS_S = 0.1  # GPU clocks ramp up from idle; the first samples must not 
 WARM_CLOCKS_MAX_CALLS = 10_000
 OOM_WORDS = ("out of memory", "can't allocate memory", "cannot allocate memory")
 _WRITE = os.write
+_READ = os.read
 _REPLACE = os.replace
 
 import faulthandler  # noqa: E402
@@ -39,11 +40,25 @@ from scripts.verdict import Status  # noqa: E402
 
 
 class Results:
-    """Writes result files atomically and marker lines on the judge's pipe."""
+    """Writes result files atomically and marker lines on the judge's pipe; `dealt` reads a
+    timed sample's input seed from the judge (scripts/protocol.py, "dealt samples")."""
 
-    def __init__(self, root: Path, marker_fd: int):
+    def __init__(self, root: Path, marker_fd: int, deal_fd: int | None = None):
         self.root = root
         self.marker_fd = marker_fd
+        self.deal_fd = deal_fd
+
+    def dealt(self, index: int, k: int) -> int:
+        """Ask the judge for sample k's seed and wait for it: the judge's clock for the sample
+        starts when it answers and stops when `done` arrives with the outputs' projections."""
+        self.marker(f"ready {index} {k}")
+        data = b""
+        while len(data) < 8:
+            more = _READ(self.deal_fd, 8 - len(data))
+            if not more:
+                raise Failure(Status.HARNESS_ERROR, "the judge stopped dealing samples")
+            data += more
+        return int.from_bytes(data, "little")
 
     def write(self, name: str, model) -> None:
         tmp = self.root / f".{name}.tmp"
@@ -353,7 +368,7 @@ class Runner:
         self.run(self.warm_clocks, args, counted=False)
         with self.audit:  # the profiler's device trace: the call's work on every stream
             self.clock.calibrate(self.flush, self.run(self.host_cost_ms, args, counted=False))
-            ids = self.timed_samples(wl, seeds, record, shapes)
+            ids = self.timed_samples(index, wl, seeds, record, shapes)
         try:
             hangs = self.audit.read(self.results.root, ids)
         except stream_audit.Missing as lost:
@@ -382,13 +397,16 @@ class Runner:
             self.results.marker(f"end {index} {block}")
         return record
 
-    def timed_samples(self, wl, seeds, record: protocol.ChildWorkload, shapes) -> list[int]:
+    def timed_samples(
+        self, index: int, wl, seeds, record: protocol.ChildWorkload, shapes
+    ) -> list[int]:
         """The timed calls, each checked as it returns; the audit's numbers of the samples kept."""
         projectors = None
         slots: list[list] = []  # input buffers reused in turn, refilled with fresh values
         ids = []
-        for k, seed in enumerate(seeds.sample_seeds):
+        for k in range(seeds.dealt):
             what = f"timed call {k + 1}"
+            seed = self.results.dealt(index, k)  # the judge's clock starts here
             args = self.refill(slots, k, self.inputs(wl, seed))
             before = self.keep(args)
             result, ms, host_ms = self.run(self.clock.time, self.fn, args, self.flush)
@@ -416,6 +434,7 @@ class Runner:
                     for j in range(len(snaps))
                 ]
             record.projections.append([p(s) for s, p in zip(snaps, projectors)])
+            self.results.marker(protocol.done_line(index, k, record.projections[-1]))  # stops
             self.check_after(args, before, outs, snaps, what)
             record.samples_ms.append(ms)
             record.host_ms.append(host_ms)
@@ -426,7 +445,7 @@ def main(argv: list[str]) -> int:
     sandbox.confine_self()
     faulthandler.enable()  # a crash leaves its Python stack in the output tail
     request = protocol.ChildRequest.model_validate_json(Path(argv[0]).read_text())
-    results = Results(Path(request.results), int(argv[1]))
+    results = Results(Path(request.results), int(argv[1]), int(argv[2]) if argv[2:] else None)
     device = device_kind()
     clock = timing.Clock(device, _NOW_NS)
     flushed = flush_bytes(detect())

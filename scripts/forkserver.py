@@ -186,7 +186,13 @@ class Server:
 
     def __init__(self, env: dict[str, str], compiler: bool = False):
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "scripts.forkserver", *(["--compiler"] if compiler else [])],
+            [
+                sys.executable,
+                "-P",
+                "-m",
+                "scripts.forkserver",
+                *(["--compiler"] if compiler else []),
+            ],
             env=env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -330,7 +336,9 @@ def run_module(
     )
     finished = server.run(module, argv, **launch) if server else None
     if finished is None:
-        finished = sandbox.run([sys.executable, "-m", module, *argv], **launch)
+        # -P: nothing from the working directory is imported (a judge's is the check's work
+        # directory): only the harness (PYTHONPATH) and the interpreter's own paths.
+        finished = sandbox.run([sys.executable, "-P", "-m", module, *argv], **launch)
     return finished
 
 

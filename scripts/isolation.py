@@ -154,6 +154,15 @@ def _bind(src: str, dest: str, read_only: bool) -> None:
         _read_only(dest)
 
 
+def _hide_cgroups(new: str) -> None:
+    """/sys/fs/cgroup as an empty read-only directory: the host's cgroup mounts stay writable
+    after a read-only remount of /sys fails on them (locked flags), and nothing in a box has
+    any business there."""
+    target = new + "/sys/fs/cgroup"
+    if os.path.isdir(target):
+        _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, "size=4k")
+
+
 def _loopback_up() -> None:
     """Bring up the box's own loopback (a plan with "loopback": a process in the box talks to
     another one in it, e.g. the Claude Code CLI to its forwarder). It is the network namespace's
@@ -182,6 +191,7 @@ def _build_root(plan: dict) -> None:
             os.symlink(src, new + dest)
         else:
             _bind("/oldroot" + src, new + dest, read_only=kind == "ro")
+    _hide_cgroups(new)
     os.makedirs(new + "/proc", exist_ok=True)
     _mount("proc", new + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     dev = new + "/dev"
@@ -308,7 +318,7 @@ def enter(plan: dict | None = None) -> str | None:
     why the box could not be made (then nothing changed). BAKEOFF_ISOLATION=none: returns that,
     and the caller runs the code unboxed with a loud line."""
     global _inside
-    if inside():
+    if inside() and not (plan or {}).get("nested"):
         return None
     if not wanted():
         return "BAKEOFF_ISOLATION=none"
@@ -467,7 +477,7 @@ def warning() -> str | None:
 def wrap(argv: list[str], env, plan: dict | None = None) -> list[str]:
     """The command line that runs `argv` (environment `env`) in the box `plan`: this file run
     by an interpreter that imports nothing else."""
-    if inside() or not wanted(env):
+    if (inside() and not (plan or {}).get("nested")) or not wanted(env):
         return argv
     if plan is None:  # nothing of the host writable
         from scripts import box

@@ -19,12 +19,22 @@ import hashlib
 import json
 import os
 import random
+import stat
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from scripts import isolation, launches, manifest, protocol, sandbox
+from scripts import (
+    box,
+    isolation,
+    judge_clock,
+    launches,
+    manifest,
+    protocol,
+    sandbox,
+    untrusted_file,
+)
 from scripts.baseline import BaselineWorkload, FrozenBaseline
 from scripts.errors import BadInput
 from scripts.spec import OpSpec
@@ -34,6 +44,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 HARNESS_DIR = Path(__file__).resolve().parent
 TAIL_CHARS = 2000
 CHILD_PGID = "candidate.pgid"
+RESULTS_LIMIT = 64 * 2**20  # one results file (JSON); a larger one is garbled
 TEST_COMPILE_CACHE_VAR = "BAKEOFF_TEST_COMPILE_CACHE"  # tests only: see child_env
 _rng = random.SystemRandom()
 # Variables that torch, Triton, the device runtimes or the interpreter may read when imported.
@@ -117,14 +128,32 @@ def child_env(
     return env
 
 
+def child_box(task: Path, candidate: str | None, scratch: Path, cache: str | None) -> dict:
+    """The box of one process the judge runs (a candidate's, or the frozen baseline's), inside
+    the judge's own: the frozen task and the candidate's source read-only, and writable only
+    its scratch directory and its own compilers' cache. The judge's files (the request with
+    every seed, the verdict it writes, other processes' scratch) and the baseline's cache when
+    the candidate runs are not in it, and it has PID, network and user namespaces of its own,
+    so it can neither see nor signal the judge."""
+    write = [scratch, *([cache] if cache else [])]
+    if shared := os.environ.get(TEST_COMPILE_CACHE_VAR):  # the test suite's one cache only
+        write.append(shared)
+    read = [task, *([candidate] if candidate else [])]
+    return box.plan(read=read, write=write, cwd=str(scratch / "work"), nested=True)
+
+
 def tail(path: Path, chars: int = TAIL_CHARS) -> str:
+    """The end of a log the candidate's process wrote to (never through a link it planted)."""
     try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - 4 * chars))
-            return f.read().decode(errors="replace")[-chars:]
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return ""
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            return ""
+        f.seek(max(0, info.st_size - 4 * chars))
+        return f.read(4 * chars).decode(errors="replace")[-chars:]
 
 
 def last_started(markers, count: int) -> int:
@@ -140,8 +169,9 @@ def last_started(markers, count: int) -> int:
 class Results:
     """What the child left in its results directory, validated; garbled files are named."""
 
-    def __init__(self, root: Path, count: int):
+    def __init__(self, root: Path, count: int, finished=None):
         self.root = root
+        self.finished = finished  # how the process ended, its channel's lines and the deals
         self.hello = self._read(protocol.HELLO, protocol.ChildHello)
         self.fatal = self._read(protocol.FATAL, protocol.ChildError)
         self.workloads = [
@@ -150,10 +180,12 @@ class Results:
 
     def _read(self, name: str, model):
         path = self.root / name
-        if not path.is_file():
+        if not path.exists() and not path.is_symlink():
             return None
         try:
-            return model.model_validate_json(path.read_bytes())
+            return model.model_validate_json(untrusted_file.read_bytes(path, RESULTS_LIMIT))
+        except untrusted_file.Unusable as exc:
+            return f"{name} is unusable ({exc})"
         except ValueError as exc:
             return f"{name} is garbled ({str(exc).splitlines()[0]})"
 
@@ -281,23 +313,24 @@ class Judge:
             results=str(scratch / "results"),
             warmup=self.req.warmup,
             wall_blocks=0 if timing_only else self.req.wall_blocks,
-            workloads=seeds,
+            workloads=[s.for_child() for s in seeds],
             precompile=precompile,
             checked_only=self.req.quick,
         )
         (scratch / "child.json").write_text(child_request.model_dump_json())
         env = self.req.candidate_env if candidate else {}
+        cache = self.req.cache_dir if candidate else self.req.baseline_cache_dir
         child = sandbox.Child(
             [sys.executable, "-m", "scripts.child", str(scratch / "child.json")],
-            env=child_env(
-                scratch, env, self.req.cache_dir if candidate else self.req.baseline_cache_dir
-            ),
+            env=child_env(scratch, env, cache),
             cwd=scratch / "work",
             log_path=scratch / "output.log",
             timeout_s=self.req.timeout_s,
             with_markers=True,
+            answer=judge_clock.Dealer([s.sample_seeds for s in seeds]).answer,
             sweep=True,
             fork=fork and not (candidate and _reads_at_import(env)),
+            box=child_box(self.task, candidate, scratch, cache),
         )
         (self.workdir / CHILD_PGID).unlink(missing_ok=True)
         if not isolation.inside():  # inside, pids are the namespace's: its end kills the child
@@ -305,7 +338,7 @@ class Judge:
         if not (timing_only or precompile):
             _preload()  # import torch and the formats (if not forked warm) while it runs
         finished = child.wait()
-        results = Results(scratch / "results", len(self.spec.workloads))
+        results = Results(scratch / "results", len(self.spec.workloads), finished)
         return finished, results, tail(scratch / "output.log")
 
     def _can_fork(self) -> bool:
@@ -368,6 +401,10 @@ class Judge:
             return status, f"not reached: the candidate's process ended in workload {name!r}"
         if finished.timed_out:
             return Status.TIMEOUT, f"did not finish within {self.req.timeout_s:g} s and was killed"
+        if why := box.reason(finished.returncode or 0):  # its box's relay killed it
+            return Status.CRASHED, f"the candidate's process tree {why}"
+        if finished.returncode == box.EXIT_BROKEN and results.hello is None:
+            return Status.HARNESS_ERROR, "the candidate's box could not be made"
         return Status.CRASHED, f"the candidate's process {finished.how} before reporting results"
 
     def _judge_workloads(self, finished, results: Results, device: str, info, beside) -> list:
@@ -412,7 +449,16 @@ class Judge:
                     reference = Reference(self.spec, self.task / "baseline_src", device)
                 base = _beside(beside, i) if beside is not None else None
                 verdict = verify_workload(
-                    self, i, wl, record, reference, results.root, finished.markers, info, base
+                    self,
+                    i,
+                    wl,
+                    record,
+                    reference,
+                    results.root,
+                    finished,
+                    info,
+                    base,
+                    beside.finished if beside is not None else None,
                 )
                 verdicts.append(_spent(verdict, record, ran[i]))
         return verdicts

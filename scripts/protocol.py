@@ -9,6 +9,8 @@ Everything the child writes is untrusted: it is validated here and can only make
 
 from __future__ import annotations
 
+import json
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from scripts.spec import OpSpec
@@ -49,6 +51,9 @@ class JudgeRequest(BaseModel):
 
 
 class WorkloadSeeds(BaseModel):
+    """The judge's draws for one workload. The child's copy has no `sample_seeds`: it gets
+    `dealt` timed samples, each seed dealt by the judge when the child is ready for it."""
+
     model_config = ConfigDict(extra="forbid")
     name: str
     trial_seeds: list[int]
@@ -56,6 +61,20 @@ class WorkloadSeeds(BaseModel):
     sample_seeds: list[int]
     wall_seed: int
     projection_seed: int
+    dealt: int = 0
+
+    def for_child(self) -> WorkloadSeeds:
+        return self.model_copy(update={"sample_seeds": [], "dealt": len(self.sample_seeds)})
+
+
+# Dealt samples: before timed sample k of workload i the child sends `ready i k` on the marker
+# channel and waits; the judge answers on a pipe of its own with the sample's input seed (8
+# bytes, little-endian) and notes its own clock. After the call the child sends
+# `done i k [[projections of output 0], ...]`, stamped by the kernel when sent. So everything
+# sample k needs (its inputs are made from the seed, its outputs' projections are checked) lies
+# between two instants the candidate cannot move: the judge's answer and the `done` line.
+def done_line(index: int, k: int, projections: list[list[float]]) -> str:
+    return f"done {index} {k} {json.dumps(projections)}"
 
 
 class ChildRequest(BaseModel):

@@ -28,7 +28,7 @@ import threading
 import time
 import traceback
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -208,6 +208,7 @@ class Finished:
     timed_out: bool
     markers: list[tuple[str, int]] = field(default_factory=list)  # (line, ns when written)
     killed: int = 0
+    replies: list[tuple[str, int]] = field(default_factory=list)  # (line answered, ns)
 
     @property
     def how(self) -> str:
@@ -260,16 +261,31 @@ class Markers:
     late this process reads (it may be busy importing while the candidate runs). A thread keeps
     the queue drained so the child never blocks on a full one."""
 
-    def __init__(self):
+    def __init__(self, answer: Callable[[str], bytes | None] | None = None):
         self._ours, self.theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
         self._stamped = _set_timestamps(self._ours)
         self._ours.setblocking(False)
         self.lines: list[tuple[str, int]] = []  # (line, CLOCK_REALTIME ns when it was sent)
+        # `answer`: called with each line as it arrives; bytes it returns go back to the child
+        # on a pipe only this process writes, stamped by this process's clock (`replies`).
+        self._answer = answer
+        self.replies: list[tuple[str, int]] = []  # (the line answered, CLOCK_REALTIME ns)
+        self.answers_theirs: int | None = None
+        if answer is not None:
+            self.answers_theirs, self._answers_ours = os.pipe()
+            os.set_blocking(self._answers_ours, False)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._drain_until_stopped, daemon=True)
 
+    @property
+    def child_fds(self) -> tuple[int, ...]:
+        fds = (self.theirs.fileno(),)
+        return fds if self.answers_theirs is None else (*fds, self.answers_theirs)
+
     def start(self) -> None:
-        self.theirs.close()  # the child holds its own copy now
+        self.theirs.close()  # the child holds its own copies now
+        if self.answers_theirs is not None:
+            os.close(self.answers_theirs)
         self._thread.start()
 
     def _drain(self) -> None:
@@ -286,6 +302,12 @@ class Markers:
             line = data.decode(errors="replace").strip()
             if line and len(self.lines) < MAX_MARKERS:  # a flood is not stored (nor believed)
                 self.lines.append((line, sent))
+                if self._answer is not None and (reply := self._answer(line)):
+                    self.replies.append((line, time.time_ns()))
+                    try:
+                        os.write(self._answers_ours, reply)
+                    except OSError:
+                        pass  # the child is gone or never reads: it waits until its deadline
 
     def _drain_until_stopped(self) -> None:
         while not self._stop.is_set():
@@ -297,6 +319,8 @@ class Markers:
         self._thread.join()
         self._drain()
         self._ours.close()
+        if self._answer is not None:
+            os.close(self._answers_ours)
         return sorted(self.lines, key=lambda item: item[1])
 
 
@@ -311,8 +335,9 @@ def _set_timestamps(sock: socket.socket) -> bool:
 class Child:
     """A process in its own session under a deadline; `wait` kills its process group.
 
-    With `with_markers`, the child gets the file descriptor of a datagram socket as its last
+    With `with_markers`, the child gets the file descriptor of a datagram socket as an extra
     argument; each line it writes there comes back with the time it was written (`Markers`).
+    With `answer` too, a second one: the read end of a pipe on which `answer`'s replies come.
     With `sweep`, `wait` also kills every other descendant of this process: only for a
     subreaper whose sole child this is (the judge), never in a process that runs other work.
     With `fork`, argv must read `[python, "-m", module, *args]` and the module runs in a fork of
@@ -327,14 +352,15 @@ class Child:
         log_path: Path,
         timeout_s: float,
         with_markers: bool = False,
+        answer: Callable[[str], bytes | None] | None = None,
         sweep: bool = False,
         fork: bool = False,
         box: dict | None = None,
     ):
         self.timeout_s = timeout_s
         self.sweep = sweep
-        self._markers = Markers() if with_markers else None
-        fds = (self._markers.theirs.fileno(),) if with_markers else ()
+        self._markers = Markers(answer) if with_markers else None
+        fds = self._markers.child_fds if with_markers else ()
         self._start = time.monotonic()
         if fork:  # argv is [python, "-m", module, *args]: run module.main(args) in a fork
             module, args = argv[2], [*argv[3:], *map(str, fds)]
@@ -367,6 +393,7 @@ class Child:
             timed_out=timed_out,
             markers=self._markers.stop() if self._markers else [],
             killed=killed,
+            replies=self._markers.replies if self._markers else [],
         )
 
 
@@ -414,7 +441,9 @@ def fork_module(
                 print(isolation.WARNING, flush=True)
             elif why:  # untrusted code never runs unboxed unless that was asked for
                 print(isolation.REFUSED.format(why=why), flush=True)
-                os._exit(2)
+                # a box in a box that cannot be made is the harness's failure: the status
+                # only a relay gives (box.EXIT_BROKEN), never one the code inside can
+                os._exit(isolation.EXIT_BROKEN if (box or {}).get("nested") else 2)
             tempfile.tempdir = None  # chosen afresh from TMPDIR
             sys.argv = [module, *argv]
             target = importlib.import_module(module)

@@ -7,7 +7,7 @@ import math
 import random
 import statistics
 
-from scripts import compare, protocol, timing
+from scripts import compare, judge_clock, protocol, timing
 from scripts.baseline import BaselineWorkload
 from scripts.reference import Reference, load_outputs, nbytes
 from scripts.verdict import Status, Timing, WorkloadVerdict
@@ -22,14 +22,17 @@ def verify_workload(
     record: protocol.ChildWorkload,
     reference: Reference,
     root,
-    markers,
+    finished,
     info,
     beside: protocol.ChildWorkload | str | None = None,
+    beside_finished=None,
 ) -> WorkloadVerdict:
     """`judge` is the scripts.judge.Judge (request, seeds, spec, baseline); `root` the child's
-    results directory; `markers` its marker lines with arrival times; `info` the ArchInfo;
-    `beside` the frozen baseline's run in this check (or why it has none; None: not asked)."""
+    results directory; `finished` how its process ended (its marker lines with arrival times,
+    the judge's deals); `info` the ArchInfo; `beside` the frozen baseline's run in this check
+    (or why it has none; None: not asked) and `beside_finished` that process's end."""
     req, seeds, tol_for = judge.req, judge.seeds[index], judge.spec.tolerance_for
+    markers = finished.markers
 
     def verdict(status: Status, reason: str | None = None, **fields) -> WorkloadVerdict:
         return WorkloadVerdict(workload=wl.name, status=status, reason=reason, **fields)
@@ -60,19 +63,27 @@ def verify_workload(
         return verdict(Status.PASSED, checked_only=True, **checked)
 
     samples, count = record.samples_ms, len(seeds.sample_seeds)
-    if len(samples) != count or len(record.projections) != count:
+    if len(samples) != count:
         reason = f"reported {len(samples)} timed samples, {count} were asked for"
         return verdict(Status.FLAGGED, reason, **checked)
     if not all(math.isfinite(s) and s > 0 for s in samples):
         return verdict(Status.FLAGGED, "its timer reported a sample that is not a time", **checked)
+    seen = judge_clock.spans(finished, index, count)  # the judge's clock, and the projections
+    if isinstance(seen, str):
+        return verdict(Status.FLAGGED, seen, **checked)
+    span_ms, projections = seen
     for k in sorted(_rng.sample(range(count), min(count, req.checked_samples))):
         _, refs = reference.outputs(wl, seeds.sample_seeds[k])
-        got = record.projections[k]
+        got = projections[k]
+        if not isinstance(got, list) or not all(isinstance(g, list) for g in got):
+            return verdict(Status.FLAGGED, f"timed call {k + 1}: garbled projections", **checked)
         if len(got) != len(refs):
             reason = f"timed call {k + 1}: returned {len(got)} outputs, expected {len(refs)}"
             return verdict(Status.INCORRECT_SHAPE, reason, **checked)
         for j, ref in enumerate(refs):
-            if len(got[j]) != compare.PROJECTIONS:
+            if len(got[j]) != compare.PROJECTIONS or not all(
+                isinstance(g, (int, float)) for g in got[j]
+            ):
                 return verdict(
                     Status.FLAGGED, f"timed call {k + 1}: garbled projections", **checked
                 )
@@ -90,6 +101,14 @@ def verify_workload(
     clock = timing.clock_kind(reference.device)
     host = timing.host_ms_per_call(markers, index, record.wall_calls)
     measured = with_diagnostics(timing.summarize(samples, clock, wall, host), record, count)
+    measured = _judged_clock(judge, wl.name, measured, span_ms, record, beside, beside_finished)
+    if measured.clock_least_ms is not None and measured.median_ms < measured.clock_least_ms:
+        reason = (
+            f"its reported median {measured.median_ms:.4g} ms is below what the judge's own "
+            f"clock allows ({measured.clock_least_ms:.4g} ms: it saw {measured.judge_span_ms:.4g}"
+            " ms from dealing each sample's inputs to its outputs, harness included)"
+        )
+        return verdict(Status.FLAGGED, reason, timing=measured, **checked)
     spec, dims = judge.spec, wl.dims
     moved = timing.bytes_needed(
         timing.evaluate(spec.extra.get("bytes"), dims), out_bytes, info.llc_bytes
@@ -113,6 +132,30 @@ def verify_workload(
     return verdict(
         Status.PASSED, timing=measured, baseline_ms=base, speedup=speedup, **checked, **fields
     )
+
+
+def _judged_clock(judge, name, measured: Timing, span_ms, record, beside, beside_finished):
+    """`measured` with the judge's clock beside it: its spans' first quartile, this process's harness
+    part, and (for a candidate) the least median those spans allow, taking the harness's part
+    from the frozen baseline's run beside it, else from its freeze."""
+    update = {
+        "judge_span_ms": judge_clock.low_span(span_ms),
+        "judge_overhead_ms": judge_clock.overhead(span_ms, measured.samples_ms),
+    }
+    harness = None
+    if isinstance(beside, protocol.ChildWorkload) and beside_finished is not None:
+        index = [w.name for w in judge.spec.workloads].index(name)
+        theirs = judge_clock.spans(beside_finished, index, len(beside.samples_ms))
+        if not isinstance(theirs, str):
+            harness = judge_clock.overhead(theirs[0], beside.samples_ms)
+            if record.gate_ms and beside.gate_ms:  # a device's gate is sized per process
+                harness += max(0.0, min(record.gate_ms) - min(beside.gate_ms))
+    frozen = judge.baseline.get(name)
+    if harness is None and frozen is not None and frozen.judge_overhead_ms is not None:
+        harness = frozen.judge_overhead_ms
+    if harness is not None and not judge.req.freezing:
+        update["clock_least_ms"] = judge_clock.least_median(span_ms, harness)
+    return measured.model_copy(update=update)
 
 
 def with_diagnostics(t: Timing, record: protocol.ChildWorkload, count: int) -> Timing:

@@ -14,8 +14,8 @@ with another candidate's source; the frozen baseline has one of its own (`compil
 baseline-<hash of its sources>/`), which its freeze fills and which serves its run beside every
 check and the frozen input checked as a candidate, so a CUDA or Triton baseline is built once a
 run.
-A failure of the harness itself (HARNESS_ERROR) is checked once more with fresh interpreters,
-and is never kept for reuse.
+A failure of the harness itself (HARNESS_ERROR) is checked once more by the same judge, and is
+never kept for reuse.
 
 A caller that knows several candidates ahead (Discover; a search lane, for the configurations
 its strategy proposes whatever the scores) may `precompile` them first: their compiles run side
@@ -63,7 +63,7 @@ def evaluate(
     from scripts.check import check
     from scripts.verdict import Status
 
-    def once(warm: bool):
+    def once(attempt: str):
         return check(
             Path(task_dir),
             Path(ref.path),
@@ -71,15 +71,16 @@ def evaluate(
             device_env=device_env,
             timeout_s=timeout_s,
             samples=samples,
-            workdir=Path(workdir) / ("warm" if warm else "fresh"),
+            workdir=Path(workdir) / attempt,
             cache_dir=Path(cache_dir) if cache_dir else None,
             baseline_cache_dir=Path(baseline_cache_dir) if baseline_cache_dir else None,
-            warm=warm,
         )
 
-    verdict = once(warm=True)
-    if verdict.status is Status.HARNESS_ERROR:  # the harness's fault: once more, from scratch
-        verdict = once(warm=False)
+    verdict = once("first")
+    # The harness's fault: once more, by the same judge under the same rules (a second path,
+    # once a fresh interpreter, was one a candidate could steer its check into).
+    if verdict.status is Status.HARNESS_ERROR:
+        verdict = once("again")
     return CandidateResult(candidate=ref, verdict=verdict)
 
 

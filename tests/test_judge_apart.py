@@ -1,0 +1,154 @@
+"""The judge apart from the candidate (tests/corpus/judge/): the ways a candidate once turned a
+bad answer into a good number, each tried for real through the product's check paths, each
+refused. As root here (the box runs as nobody); `test_the_corpus_as_an_ordinary_user` in
+tests/test_box_hostile.py runs the verdict writer and the clock forger as an ordinary user.
+"""
+
+from functools import partial
+from pathlib import Path
+
+import pytest
+
+from scripts import isolation, judge_clock, tensorfile, untrusted_file
+from scripts.check import check
+from scripts.freeze import freeze, measure_baseline
+from scripts.protocol import SavedTensor
+from scripts.verdict import Status
+from tasks.check.evaluate import evaluate
+from tasks.models.plan import CandidateRef
+
+from .conftest import ROOT, run_cli
+
+CORPUS = ROOT / "tests" / "corpus" / "judge"
+HONEST = ROOT / "tests" / "corpus" / "honest" / "rounding.py"
+SMALL = {"samples": 5, "warmup": 1, "trials": 1}
+
+boxed = pytest.mark.skipif(
+    isolation.refusal() is not None, reason=f"no box here: {isolation.refusal()}"
+)
+
+
+@pytest.fixture(scope="module")
+def task(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("judge") / "task"
+    measure = partial(measure_baseline, samples=5, warmup=1, trials=1)
+    return freeze(ROOT / "tests" / "corpus" / "rmsnorm_op", out, measure=measure)
+
+
+@boxed
+def test_a_verdict_writer_reaches_nothing_of_the_judge(task, tmp_path):
+    """Through the evaluator a lane uses (whose retry once went to a weaker judge)."""
+    ref = CandidateRef(name="writer", language="torch", path=str(CORPUS / "verdict_writer.py"))
+    result = evaluate.fn(str(task), ref, {}, 120.0, 5, str(tmp_path / "work"))
+    verdict = result.verdict
+    assert verdict.status not in (Status.PASSED, Status.HARNESS_ERROR), verdict.reason
+    planted = [ln for ln in verdict.output_tail.splitlines() if ln.startswith("PLANTED")]
+    assert planted and "scratch-" in planted[0], verdict.output_tail
+    for name in ("shlex.py", "cProfile.py", ".verdict.json.tmp", "sitecustomize.py"):
+        assert not list((tmp_path / "work").rglob(f"first/{name}")), name
+        assert not (tmp_path / "work" / "first" / name).exists()
+
+
+@boxed
+def test_a_forged_clock_is_caught_by_the_judges_own(task):
+    """`bakeoff check`: correct, 3 ms of sleep a call, samples shrunk to 0.01 ms at exit."""
+    done = run_cli(
+        "check", str(task), str(CORPUS / "clock_forger.py"), "--json",
+        env={"BAKEOFF_SAMPLES": "5"},
+    )  # fmt: skip
+    assert '"status": "FLAGGED"' in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "judge's own clock" in done.stdout
+
+
+@boxed
+def test_an_honest_slow_candidate_is_not_taken_for_a_forger(task):
+    slow = CORPUS / "honest_sleeper.py"
+    verdict = check(task, slow, timeout_s=120, **SMALL)
+    assert verdict.status is Status.PASSED, (verdict.reason, verdict.output_tail)
+    timing = verdict.workloads[0].timing
+    assert timing.clock_least_ms is not None and timing.median_ms >= 3.0
+    assert timing.judge_span_ms > timing.min_ms
+
+
+@boxed
+def test_ending_a_sample_early_on_the_channel_is_flagged(task):
+    verdict = check(task, CORPUS / "early_end.py", timeout_s=120, **SMALL)
+    assert verdict.status is Status.FLAGGED, (verdict.status, verdict.reason)
+
+
+@boxed
+def test_a_trapped_results_directory_is_the_candidates_failure(task):
+    verdict = check(task, CORPUS / "results_trap.py", timeout_s=120, **SMALL)
+    assert verdict.status is Status.FLAGGED, (verdict.status, verdict.reason)
+    assert "unusable" in verdict.reason or "altered" in verdict.reason, verdict.reason
+
+
+@boxed
+def test_no_candidate_writes_into_the_baselines_cache_or_a_later_check(
+    task, tmp_path, own_compile_caches
+):
+    base = tmp_path / "compile-cache" / "baseline"
+    first = check(
+        task,
+        CORPUS / "cache_poisoner.py",
+        cache_dir=tmp_path / "compile-cache" / "poisoner",
+        baseline_cache_dir=base,
+        timeout_s=120,
+        **SMALL,
+    )
+    assert first.status is Status.PASSED, (first.reason, first.output_tail)
+    assert "POISONED []" in first.output_tail, first.output_tail
+    assert not list(tmp_path.rglob("POISONED"))[1:], list(tmp_path.rglob("POISONED"))
+    assert not (base / "POISONED").exists()
+    after = check(
+        task,
+        HONEST,
+        cache_dir=tmp_path / "compile-cache" / "honest",
+        baseline_cache_dir=base,
+        timeout_s=120,
+        **SMALL,
+    )
+    assert after.status is Status.PASSED, (after.reason, after.output_tail)
+
+
+def test_the_dealer_deals_each_sample_once_and_in_order():
+    dealer = judge_clock.Dealer([[11, 12], [21]])
+    assert dealer.answer("ready 0 1") is None  # before sample 0 ended
+    assert dealer.answer("ready 0 0") == (11).to_bytes(8, "little")
+    assert dealer.answer("ready 0 0") is None  # a second ask gets nothing
+    assert dealer.answer("ready 0 1") is None  # sample 0 has not ended
+    assert dealer.answer("done 0 0 [[1, 2, 3, 4]]") is None
+    assert dealer.answer("ready 0 1") == (12).to_bytes(8, "little")
+    assert dealer.answer("ready 1 0") == (21).to_bytes(8, "little")
+    assert dealer.answer("ready 2 0") is None and dealer.answer("ready 1 1") is None
+
+
+def test_the_least_median_subtracts_the_harness_part_and_its_slack():
+    harness = judge_clock.overhead([5.0, 5.2, 4.8, 9.0], [1.0, 1.1, 0.9, 1.0])
+    assert harness == pytest.approx(3.9)  # the least disturbed sample's part
+    spans = [10.0, 10.2, 9.8, 30.0, 31.0, 32.0, 33.0, 34.0, 35.0]  # fast in a third of its calls
+    least = judge_clock.least_median(spans, harness)
+    assert least == pytest.approx(30.0 - 3.9 - (1.5 * 3.9 + 0.1))
+
+
+def test_a_saved_dtype_never_reaches_a_lookup_on_torch(tmp_path):
+    (tmp_path / "o.bin").write_bytes(b"\0" * 16)
+    for dtype in ("_dynamo", "nn", "Tensor", "ops"):
+        got = tensorfile.load(tmp_path, SavedTensor(file="o.bin", shape=[4], dtype=dtype))
+        assert isinstance(got, str), dtype
+    ok = tensorfile.load(tmp_path, SavedTensor(file="o.bin", shape=[4], dtype="float32"))
+    assert not isinstance(ok, str) and ok.sum() == 0
+
+
+def test_untrusted_files_are_read_only_as_regular_files(tmp_path):
+    import os
+
+    (tmp_path / "real").write_bytes(b"abc")
+    os.symlink(tmp_path / "real", tmp_path / "link")
+    os.mkfifo(tmp_path / "fifo")
+    assert untrusted_file.read_bytes(tmp_path / "real", 10) == b"abc"
+    for name in ("link", "fifo"):
+        with pytest.raises(untrusted_file.Unusable):
+            untrusted_file.read_bytes(tmp_path / name, 10)
+    with pytest.raises(untrusted_file.Unusable, match="more than 2"):
+        untrusted_file.read_bytes(tmp_path / "real", 2)
