@@ -207,6 +207,10 @@ def plan(
     for path in map(str, frozen):
         if os.path.exists(path):
             mounts.append(["ro", os.path.realpath(path), os.path.realpath(path)])
+    if problem := unreadable(map(str, read)):
+        from scripts.errors import BadInput
+
+        raise BadInput(*problem)
     mounts.append(["ro", "/sys", "/sys"])
     devices = [f"/dev/{n}" for n in DEV_FILES]
     for pattern in DEVICE_NODES:
@@ -226,6 +230,26 @@ def plan(
         "loopback": bool(loopback),
         "nested": bool(nested),
     }
+
+
+def unreadable(paths) -> tuple[str, str] | None:
+    """As root, the first of `paths` (bound read-only into a box) that the box's uid cannot
+    read, with the line that says so: the box never changes a mode of the host's files."""
+    if os.geteuid() != 0:
+        return None  # the box runs as this user, who reads them as before
+    for path in paths:
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            continue
+        wanted = 0o005 if os.path.isdir(path) else 0o004
+        if mode & wanted != wanted:
+            return path, (
+                f"is not readable by the box's user (uid {BOX_UID}, mode {mode & 0o777:o}): "
+                f"untrusted code runs as that user and the box changes no file's mode; make it "
+                f"readable (chmod o+rX {path})"
+            )
+    return None
 
 
 def _dedup(mounts: list[list[str]]) -> list[list[str]]:

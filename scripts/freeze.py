@@ -113,6 +113,7 @@ def freeze(
     new_dirs = [p for p in [out.parent, *out.parent.parents] if not p.exists()]
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    staging.chmod(0o755)  # the frozen task is read by the boxes' uid (as root: nobody)
     cache = None
     try:
         # Links are copied as links (never followed), then refused: one made after the check

@@ -268,8 +268,8 @@ def _grant(path: str, uid: int) -> None:
 def _prepare_host(plan: dict) -> None:
     """As root, before entering: the box's uid may write its writable paths (made by the
     trusted side for this box: they become its; a git work tree's top keeps its owner and
-    grants it by an ACL) and read its read-only ones. Read-only paths inside writable ones (a
-    workspace's .git) are left alone."""
+    grants it by an ACL). Read-only paths, and read-only paths inside writable ones (a
+    workspace's .git), are left as they are."""
     uid, gid = plan["uid"], plan["gid"]
     frozen = {src for kind, src, _ in plan["mounts"] if kind == "ro"}
     for kind, src, _ in plan["mounts"]:
@@ -290,8 +290,8 @@ def _prepare_host(plan: dict) -> None:
                             pass
         elif kind == "rw":
             os.lchown(src, uid, gid)
-        elif kind == "ro" and os.path.isdir(src) and not os.stat(src).st_mode & 0o005:
-            os.chmod(src, os.stat(src).st_mode | 0o005)  # a mkdtemp directory (0700)
+    # Read-only paths keep their modes: one the box's uid cannot read was refused when the
+    # plan was made (box.plan), never opened up here.
 
 
 def _relay_module():

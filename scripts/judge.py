@@ -139,7 +139,12 @@ def child_box(task: Path, candidate: str | None, scratch: Path, cache: str | Non
     if shared := os.environ.get(TEST_COMPILE_CACHE_VAR):  # the test suite's one cache only
         write.append(shared)
     read = [task, *([candidate] if candidate else [])]
-    return box.plan(read=read, write=write, cwd=str(scratch / "work"), nested=True)
+    # Memory is watched by the check box's relay, which (as root) reads each process's
+    # proportional share; this box's relay, the judge's uid, could only add up forks' shared
+    # pages once per process. Processes and scratch are bounded in both.
+    outer = box.Bounds.from_env()
+    bounds = box.Bounds(memory_bytes=2**62, procs=outer.procs, scratch_bytes=outer.scratch_bytes)
+    return box.plan(read=read, write=write, cwd=str(scratch / "work"), nested=True, bounds=bounds)
 
 
 def tail(path: Path, chars: int = TAIL_CHARS) -> str:

@@ -15,17 +15,16 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 
-# How far below what the judge's clock allows a median may lie before it is a forgery. A span
-# is a wall-clock time, and the harness's part of it (making the inputs, the flush, the
-# projections) moves with the process and the host: on a 2-core machine an honest candidate's
-# part was up to 0.6 ms above the frozen baseline's 0.45 ms when quiet (a sleeping candidate:
-# its core idles between calls), and its median part 2.5 ms above it beside two test workers.
-# Other work only lengthens a span, so the bound takes a low quantile of the candidate's spans
-# (the first quartile: a forger must really be fast in a quarter of its calls to pass), the
-# baseline's least disturbed part, and a slack of 1.5 times that part and a floor.
-SLACK_OF_HARNESS = 1.5
-SLACK_FLOOR_MS = 0.1
+# A span is wall-clock time, and the harness's part of it (making the inputs, the cache flush,
+# the projections, waking the process) moves with the host's load. So the bound (`least_median`)
+# takes the harness's part at its least in the frozen baseline's run just before (same inputs,
+# same outputs, same harness code), and the range that part moved over in that run as the
+# host's noise of the moment, less FIXED_MS, and then only half of what is left: a median is
+# FLAGGED when it claims less than half of what the judge's clock leaves for the calls.
+SHARE = 0.5
+FIXED_MS = 0.5
 
 
 class Dealer:
@@ -86,20 +85,15 @@ def spans(finished, index: int, count: int) -> tuple[list[float], list] | str:
     return ms, [done[k][1] for k in range(count)]
 
 
-def overhead(span_ms: list[float], samples_ms: list[float]) -> float:
-    """The harness's part of a span, from a process whose samples are believed (the frozen
-    baseline's): the least of span - sample over its samples."""
-    return max(0.0, min(s - t for s, t in zip(span_ms, samples_ms)))
+def harness_part(span_ms: list[float], samples_ms: list[float]) -> tuple[float, float]:
+    """The harness's part of a span in a process whose samples are believed (the frozen
+    baseline's): its least (span - sample) over the samples, and how far it ranged above that."""
+    parts = [max(0.0, s - t) for s, t in zip(span_ms, samples_ms)]
+    return min(parts), max(parts) - min(parts)
 
 
-def low_span(span_ms: list[float]) -> float:
-    """The first quartile of the spans (the smallest of fewer than five)."""
-    return sorted(span_ms)[(len(span_ms) - 1) // 4]
-
-
-def least_median(span_ms: list[float], harness_ms: float) -> float:
-    """The least median sample the judge's clock allows for these spans: their first quartile
-    less the harness's part and the slack. A candidate's median below it reports calls faster
-    than the judge saw them happen."""
-    slack = SLACK_OF_HARNESS * harness_ms + SLACK_FLOOR_MS
-    return low_span(span_ms) - harness_ms - slack
+def least_median(span_ms: list[float], harness_ms: float, noise_ms: float) -> float:
+    """The least median sample the judge's clock allows for these spans: half the median span
+    left after the harness's part, its noise and FIXED_MS. A median below it claims calls more
+    than twice as fast as the judge saw them happen."""
+    return SHARE * (statistics.median(span_ms) - harness_ms - noise_ms - FIXED_MS)

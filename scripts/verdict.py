@@ -54,11 +54,15 @@ class Timing(BaseModel):
     # Per sample: how long the call's work on any stream ran past its end event (the device
     # trace's overhang), added to the sample: work left running on a stream of its own.
     overhang_ms: list[float] = Field(default_factory=list)
-    # The judge's own clock (scripts/judge_clock.py): the first quartile of the times from dealing a sample's
-    # inputs to receiving its outputs' projections, the harness's part of it in this process,
-    # and the least median sample those spans allow a candidate (None: not judged).
+    # The judge's own clock (scripts/judge_clock.py): the median time from dealing a sample's
+    # inputs to receiving its outputs' projections; the harness's part of it in this process
+    # (its least, and how far it ranged); for a candidate, the frozen baseline's part and
+    # range it was judged with, and the least median sample those allow (None: not judged).
     judge_span_ms: float | None = None
     judge_overhead_ms: float | None = None
+    judge_noise_ms: float | None = None
+    baseline_overhead_ms: float | None = None
+    baseline_noise_ms: float | None = None
     clock_least_ms: float | None = None
 
 

@@ -170,9 +170,11 @@ def test_a_fork_bomb_stops_at_the_process_bound_and_leaves_nothing(task):
 
 
 def test_a_parent_killer_is_booked_on_itself(task):
+    """Its box's init ignores it and its judge is outside its PID namespace: nothing dies, and
+    the file, which defines no kernel, is its own failure."""
     verdict = run(task, "parent_killer")
-    assert verdict.status is Status.CRASHED, (verdict.status, verdict.reason)
-    assert "booked on the candidate" in verdict.reason or "candidate" in verdict.reason
+    assert verdict.status is Status.COMPILE_ERROR, (verdict.status, verdict.reason)
+    assert "defines no 'rmsnorm'" in verdict.reason
 
 
 def test_the_command_tool_stays_in_its_box(tmp_path, monkeypatch):
@@ -246,10 +248,13 @@ for name in sys.argv[3:]:
 def test_the_corpus_as_an_ordinary_user(tmp_path):
     """The orchestrator as an ordinary user of the host (as root: nobody, through a box that
     binds the interpreter in, tests/ordinary_user.py): the honest candidate passes, the
-    secret reader finds nothing, the parent killer is booked on itself."""
+    secret reader finds nothing, the parent killer is booked on itself, the verdict writer and
+    the clock forger of tests/corpus/judge/ win nothing."""
     work = tmp_path / "user"
     work.mkdir()
     names = [HONEST, HOSTILE / "secret_reader.py", HOSTILE / "parent_killer.py"]
+    judge_corpus = ROOT / "tests" / "corpus" / "judge"
+    names += [judge_corpus / "verdict_writer.py", judge_corpus / "clock_forger.py"]
     done = subprocess.run(
         [*ordinary_user_prefix(work), sys.executable, "-c", CHECK_AS_USER]
         + [str(ROOT / "tests" / "corpus" / "rmsnorm_op"), str(work), *map(str, names)],
@@ -266,7 +271,10 @@ def test_the_corpus_as_an_ordinary_user(tmp_path):
     assert done.returncode == 0, out
     assert "VERDICT rounding PASSED" in out
     assert "VERDICT secret_reader PASSED" in out
-    assert "VERDICT parent_killer CRASHED" in out
+    assert "VERDICT parent_killer COMPILE_ERROR" in out
+    writer = next(ln for ln in out.splitlines() if ln.startswith("VERDICT verdict_writer"))
+    assert writer.split()[2] not in ("PASSED", "HARNESS_ERROR"), writer
+    assert "VERDICT clock_forger FLAGGED" in out  # the judge's clock, or its wall-clock blocks
 
 
 def _processes_running(word: str) -> list[int]:

@@ -38,15 +38,18 @@ def task(tmp_path_factory) -> Path:
 @boxed
 def test_a_verdict_writer_reaches_nothing_of_the_judge(task, tmp_path):
     """Through the evaluator a lane uses (whose retry once went to a weaker judge)."""
-    ref = CandidateRef(name="writer", language="torch", path=str(CORPUS / "verdict_writer.py"))
+    ref = CandidateRef(
+        name="writer", language="torch", mode="optimize", path=str(CORPUS / "verdict_writer.py")
+    )
     result = evaluate.fn(str(task), ref, {}, 120.0, 5, str(tmp_path / "work"))
     verdict = result.verdict
     assert verdict.status not in (Status.PASSED, Status.HARNESS_ERROR), verdict.reason
-    planted = [ln for ln in verdict.output_tail.splitlines() if ln.startswith("PLANTED")]
-    assert planted and "scratch-" in planted[0], verdict.output_tail
+    assert "PLANTED" in verdict.output_tail, verdict.output_tail
+    # What it wrote above its scratch directory landed in its box's own tmpfs: on the host,
+    # the judge's work directory and everything above it hold none of it.
     for name in ("shlex.py", "cProfile.py", ".verdict.json.tmp", "sitecustomize.py"):
-        assert not list((tmp_path / "work").rglob(f"first/{name}")), name
-        assert not (tmp_path / "work" / "first" / name).exists()
+        for where in (tmp_path / "work" / "first", tmp_path / "work", tmp_path, Path("/tmp")):
+            assert not (where / name).exists(), where / name
 
 
 @boxed
@@ -67,7 +70,7 @@ def test_an_honest_slow_candidate_is_not_taken_for_a_forger(task):
     assert verdict.status is Status.PASSED, (verdict.reason, verdict.output_tail)
     timing = verdict.workloads[0].timing
     assert timing.clock_least_ms is not None and timing.median_ms >= 3.0
-    assert timing.judge_span_ms > timing.min_ms
+    assert timing.judge_span_ms > timing.median_ms
 
 
 @boxed
@@ -97,9 +100,10 @@ def test_no_candidate_writes_into_the_baselines_cache_or_a_later_check(
         **SMALL,
     )
     assert first.status is Status.PASSED, (first.reason, first.output_tail)
-    assert "POISONED []" in first.output_tail, first.output_tail
-    assert not list(tmp_path.rglob("POISONED"))[1:], list(tmp_path.rglob("POISONED"))
-    assert not (base / "POISONED").exists()
+    reached = [ln for ln in first.output_tail.splitlines() if ln.startswith("POISONED")]
+    own = str(tmp_path / "compile-cache" / "poisoner")
+    assert reached and reached[0] in ("POISONED []", f"POISONED [{own!r}]"), reached
+    assert [p.parent for p in tmp_path.rglob("POISONED")] in ([], [Path(own)])
     after = check(
         task,
         HONEST,
@@ -123,12 +127,12 @@ def test_the_dealer_deals_each_sample_once_and_in_order():
     assert dealer.answer("ready 2 0") is None and dealer.answer("ready 1 1") is None
 
 
-def test_the_least_median_subtracts_the_harness_part_and_its_slack():
-    harness = judge_clock.overhead([5.0, 5.2, 4.8, 9.0], [1.0, 1.1, 0.9, 1.0])
-    assert harness == pytest.approx(3.9)  # the least disturbed sample's part
-    spans = [10.0, 10.2, 9.8, 30.0, 31.0, 32.0, 33.0, 34.0, 35.0]  # fast in a third of its calls
-    least = judge_clock.least_median(spans, harness)
-    assert least == pytest.approx(30.0 - 3.9 - (1.5 * 3.9 + 0.1))
+def test_the_least_median_leaves_the_harness_part_its_noise_and_half():
+    part, noise = judge_clock.harness_part([5.0, 5.2, 4.8, 9.0], [1.0, 1.1, 0.9, 1.0])
+    assert part == pytest.approx(3.9) and noise == pytest.approx(8.0 - 3.9)
+    spans = [9.8, 30.0, 31.0, 32.0, 33.0]
+    least = judge_clock.least_median(spans, part, noise)
+    assert least == pytest.approx(0.5 * (31.0 - 3.9 - 4.1 - 0.5))
 
 
 def test_a_saved_dtype_never_reaches_a_lookup_on_torch(tmp_path):
@@ -152,3 +156,26 @@ def test_untrusted_files_are_read_only_as_regular_files(tmp_path):
             untrusted_file.read_bytes(tmp_path / name, 10)
     with pytest.raises(untrusted_file.Unusable, match="more than 2"):
         untrusted_file.read_bytes(tmp_path / "real", 2)
+
+
+def test_a_checked_path_swapped_for_a_link_is_not_followed(tmp_path):
+    """tool_check resolves the model's path, then copies it: a directory swapped for a link in
+    between (the model acts in its workspace meanwhile) is refused, not followed."""
+    from tasks.agents.nofollow import Moved, copy_below
+
+    root, outside = tmp_path / "ws", tmp_path / "oracle"
+    (root / "candidates" / "a").mkdir(parents=True)
+    (root / "candidates" / "a" / "kernel.py").write_text("mine")
+    (root / "candidates" / "a" / "escape").symlink_to(outside)
+    outside.mkdir()
+    (outside / "kernel.py").write_text("the reference")
+    copy_below(root, root / "candidates" / "a", tmp_path / "snap")
+    assert (tmp_path / "snap" / "kernel.py").read_text() == "mine"
+    assert not list((tmp_path / "snap").rglob("kernel.py"))[1:]  # nothing through the link
+    (root / "candidates" / "a").rename(root / "candidates" / "b")
+    (root / "candidates" / "a").symlink_to(outside)  # the swap after resolving
+    with pytest.raises(Moved):
+        copy_below(root, root / "candidates" / "a", tmp_path / "snap2")
+    with pytest.raises(Moved):
+        copy_below(root, root / "candidates" / "a" / "kernel.py", tmp_path / "snap3.py")
+    assert not (tmp_path / "snap2" / "kernel.py").exists() and not (tmp_path / "snap3.py").exists()

@@ -15,6 +15,7 @@ _made: list[Path] = []
 def scratch_dir(prefix: str) -> Path:
     """A fresh directory that lives until the process exits (freeze copies what it needs)."""
     path = Path(tempfile.mkdtemp(prefix=f"bakeoff-{prefix}-"))
+    path.chmod(0o755)  # read by the boxes' uid (as root: nobody)
     _made.append(path)
     return path
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tasks.agents.deadline import DeadlineExceeded
+from tasks.agents.nofollow import Moved
 from tasks.agents.profile import digest
 from tasks.agents.transcript import BudgetSpent, redact
 from tasks.agents.workspace import READ_ONLY_TOP, Workspace
@@ -315,7 +316,12 @@ class LaneTools:
         if not source.exists():
             raise Refused(f"{path}: no such file or directory")
         name = self.ws.unique_name(name)
-        snap = self.ws.snapshot(source, name)
+        try:
+            snap = self.ws.snapshot(source, name)
+        except Moved as exc:
+            raise Refused(
+                f"{path}: changed while it was being copied for the check ({exc})"
+            ) from None
         ref = CandidateRef(
             name=name,
             language=self.language,

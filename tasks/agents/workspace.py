@@ -39,6 +39,7 @@ from pathlib import Path
 from scripts import manifest
 from scripts.spec import OpSpec
 from tasks.agents.lanegit import LaneGit
+from tasks.agents.nofollow import Moved, copy_below
 from tasks.models.plan import CandidateRef, CandidateResult
 from tasks.report.render import render
 from tasks.run.store import read_json, write_json
@@ -214,11 +215,16 @@ class Workspace:
             index = max(self._snapshots, self.checked())
             self._snapshots = index + 1
         dest = self.snapshots / f"{index:03d}-{name}"
-        if Path(source).is_dir():
-            _copy(source, dest)
-        else:
+        if not Path(source).is_dir():
             dest.mkdir(parents=True)
-            shutil.copyfile(source, dest / self.spec.entry.partition(":")[0])
+        # Copied from the workspace's root without following a link: the model may swap a
+        # directory for one after its path was resolved (tasks/agents/nofollow.py).
+        target = dest if Path(source).is_dir() else dest / self.spec.entry.partition(":")[0]
+        try:
+            copy_below(self.root, Path(source), target)
+        except Moved:
+            shutil.rmtree(dest, ignore_errors=True)
+            raise
         _read_only(dest)
         return dest
 

@@ -1,5 +1,6 @@
 """class: blame. Kills its namespace's init, then its parent (the judge), at import.
-Outcome: the check is booked on the candidate (CRASHED with why), never HARNESS_ERROR.
+Outcome: neither dies (its box's init ignores it; the judge is outside its PID namespace), and
+the check is booked on the candidate (it defines no kernel: COMPILE_ERROR), never HARNESS_ERROR.
 """
 
 import os

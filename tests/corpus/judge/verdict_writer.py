@@ -36,7 +36,7 @@ for d in [here, *here.parents]:
         planted.append(str(d / ".verdict.json.tmp"))
     except OSError:
         pass
-print("PLANTED", planted)
+print("PLANTED", len(planted), "of them in its own scratch or its box's own /tmp")
 
 
 def rewrite():
