@@ -245,3 +245,20 @@ def test_device_faults_get_a_status_and_the_next_check_is_unaffected(
         assert "out of memory" in verdict.reason
     after = check(task, ROOT / "tests/corpus/honest/rounding.py", **OPTIONS)
     assert after.status is Status.PASSED, describe(after)
+
+
+def test_a_forged_clock_is_caught_on_the_device(task):
+    """[T]: device events are the candidate's process's; the judge's own clock bounds them."""
+    forger = ROOT / "tests" / "corpus" / "judge" / "device_clock_forger.py"
+    verdict = check(task, forger, timeout_s=300, **OPTIONS)
+    assert verdict.status is Status.FLAGGED, (verdict.status, verdict.reason)
+    slow = [w for w in verdict.workloads if w.timing is not None]
+    print(
+        "FORGER", verdict.reason, [(w.timing.judge_span_ms, w.timing.clock_least_ms) for w in slow]
+    )
+    honest = check(task, ROOT / "tests" / "corpus" / "honest" / "rounding.py", **OPTIONS)
+    assert honest.status is Status.PASSED, honest.reason
+    for w in honest.workloads:
+        t = w.timing
+        if t is not None:  # the figures the bound had, for the record
+            print("HONEST", w.workload, t.median_ms, t.judge_span_ms, t.clock_least_ms)
