@@ -77,23 +77,23 @@ def cmd_freeze(args) -> int:
 
 
 def cmd_check(args) -> int:
-    import tempfile
     from functools import partial
 
+    from scripts.candidate_fit import refuse_unfit
     from scripts.check import check
-    from scripts.freeze import freeze, load_task, measure_baseline
+    from scripts.freeze import load_task, measure_baseline
 
     task, candidate = Path(args.task_dir), Path(args.candidate)
     if not task.exists():
         raise BadInput(str(task), "no such task directory or kernel")
     if not candidate.exists():
         raise BadInput(str(candidate), "candidate does not exist")
+    refuse_unfit(task, candidate)  # another problem's candidate: one line, before any freeze
     options = {"timeout_s": args.timeout, "samples": args.samples}
-    with tempfile.TemporaryDirectory(prefix="bakeoff-check-task-") as tmp:
-        if not (task / "MANIFEST.json").is_file():  # a kernel rather than a task: freeze it first
-            task = freeze(task, Path(tmp) / "task", measure=partial(measure_baseline, **options))
-        verdict = check(task, candidate, **options)
-        spec = load_task(task)[0]
+    if not (task / "MANIFEST.json").is_file():  # a kernel rather than a task: frozen first
+        task = _frozen_for_check(task, args.out, partial(measure_baseline, **options))
+    verdict = check(task, candidate, **options)
+    spec = load_task(task)[0]
     degenerate = spec.degenerate.message if spec.degenerate else None
     if args.json:
         data = json.loads(verdict.model_dump_json())
@@ -103,6 +103,27 @@ def cmd_check(args) -> int:
         if degenerate:
             print(f"warning: {degenerate}")
     return 0 if verdict.passed else 1
+
+
+def _frozen_for_check(kernel: Path, out: str | None, measure) -> Path:
+    """The task `bakeoff freeze KERNEL` makes (runs/tasks/<op>, or `--out`), reused when it was
+    frozen from the same input: one oracle id, one denominator, whichever command froze it.
+    Where it is, and whether it was frozen now, is said in one line on stderr."""
+    from scripts import manifest
+    from scripts.freeze import default_out, freeze
+    from scripts.untrusted import load_spec  # in the box; freeze's own call reuses its answer
+    from tasks.report.ranking import noisy_baseline
+
+    out = Path(out) if out else default_out(load_spec(kernel)[0])
+    earlier = (out / "MANIFEST.json").is_file()
+    task = freeze(kernel, out, measure=measure)
+    oracle = manifest.verify(task)[:12]
+    how = "frozen earlier from it" if earlier else "frozen now"
+    print(f"bakeoff check: {kernel}: task {task} ({how}, oracle {oracle})", file=sys.stderr)
+    noisy = noisy_baseline(task)
+    if noisy:  # every speedup of this check divides by it: never reused silently
+        print(f"bakeoff check: warning: {noisy}", file=sys.stderr)
+    return task
 
 
 def _verdict_table(v) -> str:
@@ -269,6 +290,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--timeout", type=_positive(float), default=300.0, help="deadline for the candidate (s)"
     )
     p.add_argument("--samples", type=_positive(int), help="timed samples per workload (default 30)")
+    p.add_argument(
+        "--out",
+        help="a kernel's task directory, reused when frozen from it (default runs/tasks/<op name>)",
+    )
 
     p = sub.add_parser(
         "list", help="list the operators of a flashinfer-bench trace set that have workloads"
