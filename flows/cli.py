@@ -93,8 +93,10 @@ def cmd_check(args) -> int:
     options = {"timeout_s": args.timeout, "samples": args.samples}
     if not (task / "MANIFEST.json").is_file():  # a kernel rather than a task: frozen first
         task = _frozen_for_check(task, args.out, partial(measure_baseline, **options))
-    elif noisy := noisy_baseline(task):  # a task given as it is: said, not frozen again here
-        print(f"bakeoff check: warning: {noisy}", file=sys.stderr)
+    else:  # a task given as it is: verified before its baseline is read, said, not re-frozen
+        load_task(task)
+        if noisy := noisy_baseline(task):
+            print(f"bakeoff check: warning: {noisy}", file=sys.stderr)
     verdict = check(task, candidate, **options)
     spec = load_task(task)[0]
     degenerate = spec.degenerate.message if spec.degenerate else None
