@@ -24,11 +24,14 @@ from scripts.program import top_level_names
 MANIFEST = "MANIFEST.json"
 
 
-def problem_of(task_or_kernel: Path) -> tuple[str, Path] | None:
-    """(format, the problem's file) of a frozen task or of a kernel not yet frozen; None for a
-    format this module does not ask about. Reads no user code."""
+def problem_of(task_or_kernel: Path) -> tuple[str, Path]:
+    """(format, the problem's file) of a frozen task or of a kernel not yet frozen (for a format
+    other than KernelBench, the file is not used). Reads no user code."""
     path = Path(task_or_kernel)
     if (path / MANIFEST).is_file():  # a frozen task: its spec says the format and entry file
+        from scripts import manifest
+
+        manifest.verify(path)  # a damaged task is its own one line, before any of it is read
         spec = json.loads((path / "spec.json").read_text())
         entry = str(spec.get("entry", "")).partition(":")[0]
         return spec.get("format", ""), path / "baseline_src" / entry
