@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import threading
 import time
 from pathlib import Path
@@ -81,6 +80,7 @@ def result_json(report: Report) -> dict:
         ],
         "winner": report.winner.model_dump(mode="json") if report.winner else None,
         "warnings": report.warnings,
+        "baseline_disagrees": report.measurement.get("baseline_disagrees"),
         # model claims not borne out by the record: ignored, or corrected by the verdict
         "claims": [{"lane": k} | c.model_dump(mode="json") for k, c in report.noted_claims()],
         "judged": len(report.judged()),  # 0: no verdict, and the exit status is 1
@@ -204,10 +204,9 @@ def run(
     request: BakeoffRequest,
     as_json: bool = False,
     debug: bool = False,
-    retime_baseline: bool = False,
 ) -> int:
-    """`retime_baseline`: when the frozen baseline is noisy (`tasks.report.ranking.noisy_baseline`),
-    freeze it again once before any candidate races against it."""
+    """A noisy frozen baseline is re-timed before any candidate races against it
+    (tasks/check/quiet_baseline.py)."""
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("DO_NOT_TRACK", "1")  # else Prefect prints its usage notice mid-display
     if not debug:  # the display and the UI carry what Prefect would print on the console
@@ -240,31 +239,31 @@ def run(
     if unsafe:
         console.print(f"[bold red]{unsafe}[/]")
     with run_lock(run_dir):  # a second bake-off here stops before it writes anything
-        return _run_locked(req, run_dir, specless, as_json, console, retime_baseline)
+        return _run_locked(req, run_dir, specless, as_json, console)
 
 
-def _unfreeze(task: Path) -> None:
-    """Remove a frozen task directory (read-only by design) so that it can be frozen again."""
-    for d in [task, *(p for p in task.rglob("*") if p.is_dir())]:
-        d.chmod(0o700)
-    shutil.rmtree(task)
+def _quiet_at_freeze(
+    req: BakeoffRequest, task: Path, console: Console, beside_startup: bool = False
+) -> None:
+    """Before any candidate races: a host-bound baseline timed beside the product's own start-up
+    (a GPU host) timed again after it, and a noisy one re-timed (tasks/check/quiet_baseline.py)."""
+    from tasks.check.quiet_baseline import host_bound, retime_while_noisy, unfreeze
 
-
-def _noisy_at_freeze(req: BakeoffRequest, task: Path, retime: bool, console: Console) -> None:
-    """Say a noisy frozen baseline at once; with `retime`, freeze it again first (once)."""
-    from tasks.report.ranking import noisy_baseline
-
-    noisy = noisy_baseline(task)
-    if noisy and retime:
-        console.print(f"{noisy}; re-timing it once (--retime-baseline)", soft_wrap=True)
-        _unfreeze(task)
+    def refreeze() -> None:
         freeze_isolated(Path(req.kernel_path), task, req.pool)
-        noisy = noisy_baseline(task)
-        if not noisy:
-            console.print("re-timed: the frozen baseline's spread is within bounds now")
-    if noisy:
-        hint = "" if retime else "; or run again with --retime-baseline to re-time it"
-        console.print(f"warning: {noisy}{hint}", soft_wrap=True)
+
+    def say(line: str) -> None:
+        console.print(line, soft_wrap=True)
+
+    bound = host_bound(task) if beside_startup else []
+    if bound:
+        say(
+            f"re-timing the frozen baseline: it is host-bound ({', '.join(bound)}) and was "
+            "timed while Prefect's server and the warm fork server started on this host"
+        )
+        unfreeze(task)
+        refreeze()
+    retime_while_noisy(task, refreeze, say)
 
 
 def _run_locked(
@@ -273,7 +272,6 @@ def _run_locked(
     specless: bool,
     as_json: bool,
     console: Console,
-    retime: bool = False,
 ) -> int:
     freezing = Progress(
         SpinnerColumn(),
@@ -286,7 +284,11 @@ def _run_locked(
     marks = {"process": process_started(), "freeze": time.time()}
     devices = resolve(req.pool)
     server_started = start_beside_freeze(devices.kind)
-    warm_fork_server(devices)
+    # what started beside the freeze: the fork server, and on a GPU host Prefect's server
+    # unless one is configured (start_beside_freeze's own rule)
+    beside = warm_fork_server(devices) or (
+        devices.kind != "cpu" and not os.environ.get("PREFECT_API_URL")
+    )
     say = None if console.is_terminal else console.print  # no spinner there: plain lines
     doing = f"freezing {req.kernel_path}: checking and timing the baseline"
     if specless:  # the flow freezes, once oracle_freezer has written the spec
@@ -297,9 +299,11 @@ def _run_locked(
         freezing.add_task(doing, total=None)
         if not specless:
             freeze_isolated(Path(req.kernel_path), run_dir / "task", req.pool)
-            _noisy_at_freeze(req, run_dir / "task", retime, console)
     marks["frozen"] = time.time()
     server_started()
+    if not specless:  # after the start-up: a baseline timed again is timed without it beside
+        _quiet_at_freeze(req, run_dir / "task", console, beside_startup=beside)
+        marks["quiet"] = time.time()
     marks["server"] = time.time()
     from tasks.agents import check_agents  # first Prefect import: the request is good by now
 
@@ -344,6 +348,8 @@ def _run_locked(
     if as_json:
         print(json.dumps(result_json(report), indent=1))
         return status
+    if report.measurement.get("baseline_disagrees"):  # first: every speedup below depends on it
+        console.print(f"warning: {report.measurement['baseline_disagrees']}", soft_wrap=True)
     console.print(ranking_table(report))
     for line in lane_lines(report):
         console.print(line, soft_wrap=True)

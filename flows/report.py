@@ -21,6 +21,7 @@ from prefect.artifacts import (
 from scripts import manifest
 from tasks.models.run import DiscoverOutcome, LaneResult, Report, Standing
 from tasks.report import html as report_html
+from tasks.report.baseline_agreement import disagreement
 from tasks.report.ranking import baseline_stats, measurement, rank
 from tasks.report.render import render
 from tasks.run.store import write_json
@@ -126,7 +127,8 @@ def report(
         warnings=with_box_warning(oracle_warnings(Path(task_dir)) + (warnings or [])),
         report_path=str(Path(run_dir) / "report.md"),
         html_path=str(Path(run_dir) / "report.html"),
-        measurement=measurement(Path(task_dir)),
+        measurement=measurement(Path(task_dir))
+        | {"baseline_disagrees": disagreement(rows, Path(task_dir))},
     )
     from tasks.agents.roles.reporter import report_prose  # the reporter, where a model answers it
 

@@ -72,6 +72,7 @@ ENV_NAMES = {
     "BAKEOFF_WARM_START",
     "BAKEOFF_PRELOAD_COMPILER",
     "BAKEOFF_CPU_LLC_MIB",  # the CPU cache the harness flushes (scripts/arch.py)
+    "BAKEOFF_SETTLE_S",  # the warm-up's bound beyond its fixed count (scripts/settle.py)
     "BAKEOFF_TEST_COMPILE_CACHE",  # the test suite's shared compiler cache (scripts/judge.py)
     *DEFAULTS,
 }

@@ -31,7 +31,7 @@ import faulthandler  # noqa: E402
 
 import torch  # noqa: E402  (after the captures above)
 
-from scripts import compare, launches, protocol, sandbox, stream_audit, tensorfile, timing  # noqa: E402
+from scripts import compare, launches, protocol, sandbox, settle, stream_audit, tensorfile, timing  # noqa: E402
 from scripts.arch import detect, flush_bytes  # noqa: E402
 from scripts.fingerprint import device_kind  # noqa: E402
 from scripts.formats import module_for  # noqa: E402
@@ -380,7 +380,9 @@ class Runner:
         if not wl.timed:  # a size checked for correctness only (scripts/sizes.py)
             return record
         args = self.inputs(wl, seeds.warmup_seed)
-        self.run(self.plain_calls, args, max(1, self.request.warmup - 1), counted=False)
+        # warm-up as the samples are taken, until they settle (scripts/settle.py)
+        call, least = (lambda: self.plain_calls(args, 1)), max(1, self.request.warmup - 1)
+        self.run(settle.warm, call, self.flush, least, counted=False)
         self.run(self.warm_clocks, args, counted=False)
         with self.audit, no_collector():  # the profiler's trace: the call's work on every stream
             self.clock.calibrate(self.flush, self.run(self.host_cost_ms, args, counted=False))

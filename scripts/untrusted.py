@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 
 from scripts import sandbox
+from scripts.candidate_build import fit_step
 from scripts.errors import BadInput
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -163,6 +164,7 @@ def prepare_oracle(spec, src_dir: Path, sizes: bool = True, probe: bool = True):
 STEPS = {
     "load_spec": _load_spec_step,
     "prepare_oracle": _oracle_step,
+    "candidate_fit": fit_step,
 }
 
 

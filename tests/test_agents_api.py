@@ -108,6 +108,31 @@ def test_an_answer_without_tools_is_nudged_once_then_fails(tmp_path):
             talk(api, tmp_path)
 
 
+def test_a_tool_call_whose_input_is_not_an_object_is_a_tool_error(tmp_path):
+    """Null, a list, a string or no input at all: the model reads a tool error and goes on (a
+    null input once ended the lane with KeyError: 'input'), and the conversation sent back
+    holds only object inputs, as the API requires."""
+    calls = [
+        {**tool("run_command"), "input": None},
+        {**tool("read_file"), "input": ["x.py"]},
+        {**tool("write_file"), "input": "x.py"},
+        {k: v for k, v in tool("list_files").items() if k != "input"},
+        {**tool("submit"), "input": None},
+    ]
+    with held_key(), ScriptedAPI([reply(*calls), reply(tool("submit", **GOOD))]) as api:
+        answer, _, _ = talk(api, tmp_path)
+        sent_back = api.tool_results()
+        second = api.turns[1]["body"]["messages"]
+    assert answer.decision == "accepted"
+    said = [r["content"] for r in sent_back[:5]]
+    assert all(r["is_error"] for r in sent_back[:5]), sent_back
+    assert "run_command: its input is null or missing" in said[0], said
+    assert "a list, not an object" in said[1] and "a str, not an object" in said[2], said
+    assert "null or missing" in said[3] and "does not match the schema" in said[4], said
+    uses = [b for m in second if isinstance(m["content"], list) for b in m["content"]]
+    assert all(b["input"] == {} for b in uses if b.get("type") == "tool_use"), uses
+
+
 @pytest.fixture(scope="module")
 def softmax_task(tmp_path_factory) -> Path:
     return frozen_tiny_softmax(tmp_path_factory.mktemp("t"))

@@ -61,7 +61,7 @@ def test_failing_candidate_exits_1_with_the_table_and_its_output(tmp_path, capfd
         "def rmsnorm(x, weight, eps=1e-6):\n    print('about to fail')\n    raise ValueError('no')\n"
     )
     done = cli_in_process(
-        capfd, "check", str(EXAMPLES / "rmsnorm_torch"), str(bad), "--samples", "3"
+        capfd, "check", str(EXAMPLES / "rmsnorm_torch"), str(bad), "--samples", "3", cwd=tmp_path
     )
     assert done.returncode == 1, done.stderr
     assert "RUNTIME_ERROR" in done.stdout and "ValueError: no" in done.stdout
@@ -123,17 +123,63 @@ class ModelNew(nn.Module):
 """
 
 
-def test_kernelbench_problem_is_frozen_then_checked(tmp_path, capfd):
+def test_kernelbench_problem_is_frozen_once_then_checked(tmp_path, capfd):
+    """Checked twice, a problem is frozen once (runs/tasks/<op>, as `bakeoff freeze` would):
+    one oracle id, one denominator."""
     pytest.importorskip("scripts.formats.kernelbench")
     (tmp_path / "21_relu_scale.py").write_text(PROBLEM)
     (tmp_path / "candidate.py").write_text(CANDIDATE)
-    done = cli_in_process(
-        capfd,
-        "check",
-        str(tmp_path / "21_relu_scale.py"),
-        str(tmp_path / "candidate.py"),
-        "--samples",
-        "5",
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "PASSED  speedup" in done.stdout
+    args = ("check", str(tmp_path / "21_relu_scale.py"), str(tmp_path / "candidate.py"))
+    task = tmp_path / "runs" / "tasks" / "21_relu_scale"
+    said, frozen = [], []
+    for _ in range(2):
+        done = cli_in_process(capfd, *args, "--samples", "5", cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "PASSED  speedup" in done.stdout
+        said.append(done.stderr)
+        frozen.append((task / "baseline.json").read_text())
+    assert "frozen now" in said[0] and str(task.relative_to(tmp_path)) in said[0], said[0]
+    assert "frozen earlier from it" in said[1], said[1]
+    assert frozen[0] == frozen[1]  # the second check divided by the first one's baseline
+    assert [p.name for p in task.parent.iterdir()] == ["21_relu_scale"]
+
+
+KB = EXAMPLES / "kernelbench"
+
+
+def _one_line_naming_both(done, candidate: str, *fragments: str) -> None:
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stdout == ""  # no table
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("bakeoff check: error: "), line
+    for fragment in (candidate, "not a candidate for", "matmul_gelu.py", *fragments):
+        assert fragment in line, line
+
+
+def test_another_problems_candidate_is_one_line_before_any_freeze(tmp_path, capfd):
+    cand = KB / "candidates" / "conv2d_relu_bias_new.py"  # ModelNew(in_channels, ...)
+    done = cli_in_process(capfd, "check", str(KB / "matmul_gelu.py"), str(cand), cwd=tmp_path)
+    _one_line_naming_both(done, str(cand), "does not match", "get_init_inputs() gives")
+    assert not (tmp_path / "runs").exists()  # refused before anything was frozen
+
+
+@pytest.mark.parametrize(
+    "make, fragments",
+    [
+        (lambda d: d / "junk", ["is read through its matmul_gelu.py", "it has none"]),
+        (lambda d: d / "junk" / "notes.txt", ["is a .py defining ModelNew"]),
+        (lambda d: d / "junk" / "matmul_gelu.py", ["defines no class ModelNew"]),
+    ],
+    ids=["a directory of junk", "a file of another format", "a .py without ModelNew"],
+)
+def test_a_kernelbench_candidate_that_is_not_one_is_one_line(tmp_path, capfd, make, fragments):
+    junk = tmp_path / "junk"
+    junk.mkdir()
+    (junk / "notes.txt").write_text("not a kernel\n")
+    (junk / "matmul_gelu.py").write_text("def forward(x):\n    return x\n")
+    if make(tmp_path).name == "junk":
+        (junk / "matmul_gelu.py").unlink()
+    cand = make(tmp_path)
+    done = cli_in_process(capfd, "check", str(KB / "matmul_gelu.py"), str(cand), cwd=tmp_path)
+    _one_line_naming_both(done, str(cand), *fragments)
+    assert not (tmp_path / "runs").exists()

@@ -39,7 +39,9 @@ def test_a_tuple_and_a_tensor_are_a_structure_mismatch(tmp_path, reference_retur
     op = _native(tmp_path, files={"kernel.py": TUPLE_KERNEL if tupled else plain})
     candidate = tmp_path / "candidate.py"
     candidate.write_text(plain if tupled else TUPLE_KERNEL)
-    done = cli_in_process(capfd, "check", str(op), str(candidate), "--json", "--samples", "5")
+    done = cli_in_process(
+        capfd, "check", str(op), str(candidate), "--json", "--samples", "5", cwd=tmp_path
+    )
     assert done.returncode == 1, done.stderr
     verdict = json.loads(done.stdout)
     other = "a tensor" if tupled else "a tuple of 1"

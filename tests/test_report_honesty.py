@@ -206,3 +206,27 @@ def test_a_run_out_of_its_box_says_so_in_its_report(task_dir, tmp_path, monkeypa
     assert with_box_warning(["Discover failed"]) == ["Discover failed"]
     boxed = report.model_copy(update={"warnings": with_box_warning([])})
     assert loud not in render("report.md.j2", report=boxed)
+
+
+def test_an_input_retimed_apart_from_the_frozen_figure_is_said_first(task_dir):
+    """The `baseline` row (the input re-timed by Discover) against the frozen figure (1 ms, 2%
+    spread): within the spreads nothing is said; 0.88x beyond them, report.md's first line
+    after the title says so."""
+    from tasks.report.baseline_agreement import disagreement
+
+    def rows_with(baseline_speedup):
+        base = result("input", baseline_speedup, mode="baseline")
+        cand = result("cand", 2.0)
+        review = Review(candidate="cand", decision="accepted")
+        return rank([lane("torch", [base, cand], review)], None, task_dir)
+
+    rows, _ = rows_with(1.01)
+    assert disagreement(rows, task_dir) is None
+    rows, winner = rows_with(0.88)  # the input timed 1/0.88 = 1.136 ms: 14% slower
+    said = disagreement(rows, task_dir)
+    assert said and "a 1.136 ms, 14% slower than the frozen 1 ms" in said, said
+    report = _report(rows, winner, task_dir)
+    report.measurement["baseline_disagrees"] = said
+    text = render("report.md.j2", report=report)
+    first = [line for line in text.splitlines()[1:] if line.strip()][0]
+    assert first.startswith("**Read this first**: the frozen baseline and the input re-timed")

@@ -3,9 +3,6 @@ says why in a few words, the baseline row says what it is, each workload's cell 
 beside the speedup, a skipped lane says why and does not spin, the winner's path is labelled."""
 
 import io
-import json
-import shutil
-from pathlib import Path
 
 from rich.console import Console
 from rich.progress import Progress
@@ -17,7 +14,6 @@ from tasks.models.run import LaneResult, Report, Review
 from tasks.report.ranking import rank
 
 from . import test_flow_plan
-from .conftest import EXAMPLES
 from .test_flow_plan import lane, result
 
 task_dir = test_flow_plan.task_dir  # 1 ms per workload, 2% spread
@@ -86,54 +82,6 @@ def test_an_ended_lane_shows_no_spinner():
     column = progress.columns[0]
     assert str(column.render(tasks[ended])).strip() == ""
     assert str(column.render(tasks[running])).strip() != ""
-
-
-def _noisy_copy(frozen: Path, task: Path) -> None:
-    """`frozen` copied to `task` with its baseline's samples made 10x apart (resealed)."""
-    from scripts import manifest
-
-    shutil.copytree(frozen, task)
-    for p in [task, *task.rglob("*")]:
-        p.chmod(p.stat().st_mode | 0o200)
-    data = json.loads((task / "baseline.json").read_text())
-    for wl in data["workloads"].values():
-        m = wl["median_ms"]
-        wl["samples_ms"] = [m / 10, m / 5, m, 5 * m, 10 * m]
-    (task / "baseline.json").write_text(json.dumps(data))
-    (task / manifest.MANIFEST).unlink()
-    manifest.write(task)
-
-
-def test_a_noisy_frozen_baseline_is_said_and_retimed_only_when_asked(
-    frozen_rmsnorm, tmp_path, monkeypatch
-):
-    """What `bakeoff run` prints after freezing: the noisy line with the flag that re-times it;
-    with --retime-baseline, the task frozen again (new samples) before any lane starts."""
-    from flows.live import _noisy_at_freeze
-    from tasks.models.request import BakeoffRequest
-
-    monkeypatch.setenv("BAKEOFF_LOCK_DIR", str(tmp_path / "locks"))
-    req = BakeoffRequest(kernel_path=str(EXAMPLES / "rmsnorm_torch"), cpu_slots=1)
-    task = tmp_path / "run" / "task"
-    _noisy_copy(frozen_rmsnorm, task)
-    before = (task / "baseline.json").read_text()
-    console = Console(file=io.StringIO(), width=300, color_system=None)
-    _noisy_at_freeze(req, task, False, console)
-    said = console.file.getvalue()
-    assert said.startswith("warning: the machine was busy: the frozen baseline's spread is ")
-    assert said.rstrip().endswith("or run again with --retime-baseline to re-time it")
-    assert (task / "baseline.json").read_text() == before  # nothing re-timed unasked
-
-    console = Console(file=io.StringIO(), width=300, color_system=None)
-    _noisy_at_freeze(req, task, True, console)
-    said = console.file.getvalue()
-    assert "re-freeze on a quiet machine; re-timing it once (--retime-baseline)" in said
-    after = json.loads((task / "baseline.json").read_text())
-    assert (task / "baseline.json").read_text() != before  # measured again
-    m = next(iter(after["workloads"].values()))["median_ms"]
-    assert after["workloads"] and m > 0
-    # what follows depends on this machine's load, and is said either way
-    assert ("within bounds now" in said) != ("warning: the machine was busy" in said)
 
 
 def test_a_flow_that_cannot_even_be_imported_hands_back_its_error(monkeypatch, tmp_path):

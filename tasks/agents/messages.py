@@ -91,11 +91,19 @@ def create_with_retries(
 def kept_content(content: list[dict], limit: int) -> tuple[list[dict], dict[str, str]]:
     """The model's answer as the conversation keeps it: a tool call's input over `limit`
     characters is replaced by a note, so it is not sent again with every later request (nor
-    written to the transcript whole); the tool refuses it (`LaneTools.call`). Also: the notes,
-    by tool call id."""
+    written to the transcript whole); the tool refuses it (`LaneTools.call`). An input that is
+    not an object (null, a list, a string) is kept as `{}` and answered as a tool error, so no
+    shape of call ends the lane. Also: the notes, by tool call id."""
     kept, notes = [], {}
     for block in content:
-        if block.get("type") == "tool_use":
+        if block.get("type") == "tool_use" and not isinstance(block.get("input"), dict):
+            # null, a list, a string, or no input at all (dropped as None when the block was
+            # dumped): the API takes back only an object, and the tool only named fields
+            found = block.get("input")
+            shape = "null or missing" if found is None else f"a {type(found).__name__}"
+            notes[block.get("id")] = f"{shape}, not an object of the tool's fields"
+            block = {**block, "input": {}}
+        elif block.get("type") == "tool_use":
             size = len(json.dumps(block.get("input"), default=str))
             if size > limit:
                 notes[block["id"]] = f"{size} characters, over the {limit}-character limit"
@@ -139,7 +147,10 @@ def converse(
             request["temperature"] = settings.temperature
         answer = create_with_retries(client, settings, transcript, remaining, **request)
         transcript.usage(answer.usage.input_tokens, answer.usage.output_tokens)
-        content = [block.model_dump(mode="json", exclude_none=True) for block in answer.content]
+        content = [
+            block.model_dump(mode="json", exclude_none=True, warnings=False)
+            for block in answer.content
+        ]
         content, omitted = kept_content(content, settings.tool_input_chars)
         kept_inputs = {b["id"]: b["input"] for b in content if b.get("type") == "tool_use"}
         transcript.event(
@@ -181,6 +192,12 @@ def converse(
                         f"Your answer does not match the schema; fix it and submit again:\n{error}"
                     )
                     is_error = True
+            elif use.id in omitted and not isinstance(use.input, dict):
+                text, is_error = (
+                    f"bad arguments for {use.name}: its input is {omitted[use.id]}",
+                    True,
+                )
+                transcript.event("tool", name=use.name, input=None, result=text, is_error=True)
             else:
                 started = time.monotonic()
                 text, is_error = tools.call(use.name, use.input)
