@@ -54,7 +54,7 @@ class Timing(BaseModel):
     # Per sample: how long the call's work on any stream ran past its end event (the device
     # trace's overhang), added to the sample: work left running on a stream of its own.
     overhang_ms: list[float] = Field(default_factory=list)
-    # The judge's own clock (scripts/judge_clock.py): the median time from dealing a sample's
+    # The judge's own clock (scripts/judge_clock.py): the shortest time from dealing a sample's
     # inputs to receiving its outputs' projections; the harness's part of it in this process
     # (its least, and how far it ranged); for a candidate, the frozen baseline's part and
     # range it was judged with, and the least median sample those allow (None: not judged).

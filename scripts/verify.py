@@ -135,13 +135,13 @@ def verify_workload(
 
 
 def _judged_clock(judge, name, measured: Timing, span_ms, record, beside, beside_finished):
-    """`measured` with the judge's clock beside it: the median span, the harness's part of it
+    """`measured` with the judge's clock beside it: the shortest span, the harness's part of it
     in this process (its least, and its range), and for a candidate the least median those
     spans allow, the harness's part taken from the frozen baseline's run beside it, else from
     its freeze."""
     part, noise = judge_clock.harness_part(span_ms, measured.samples_ms)
     update = {
-        "judge_span_ms": statistics.median(span_ms),
+        "judge_span_ms": min(span_ms),
         "judge_overhead_ms": part,
         "judge_noise_ms": noise,
     }
@@ -153,12 +153,12 @@ def _judged_clock(judge, name, measured: Timing, span_ms, record, beside, beside
             part_b, noise_b = judge_clock.harness_part(theirs[0], beside.samples_ms)
             if record.gate_ms and beside.gate_ms:  # a device's gate is sized per process
                 part_b += max(0.0, min(record.gate_ms) - min(beside.gate_ms))
-            harness = (part_b, noise_b)
+            harness = (part_b, noise_b)  # the noise: a diagnostic of the host
     frozen = judge.baseline.get(name)
     if harness is None and frozen is not None and frozen.judge_overhead_ms is not None:
         harness = (frozen.judge_overhead_ms, frozen.judge_noise_ms or 0.0)
     if harness is not None and not judge.req.freezing:
-        update["clock_least_ms"] = judge_clock.least_median(span_ms, *harness)
+        update["clock_least_ms"] = judge_clock.least_median(span_ms, harness[0])
         update["baseline_overhead_ms"], update["baseline_noise_ms"] = harness
     return measured.model_copy(update=update)
 

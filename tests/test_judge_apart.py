@@ -70,7 +70,7 @@ def test_an_honest_slow_candidate_is_not_taken_for_a_forger(task):
     assert verdict.status is Status.PASSED, (verdict.reason, verdict.output_tail)
     timing = verdict.workloads[0].timing
     assert timing.clock_least_ms is not None and timing.median_ms >= 3.0
-    assert timing.judge_span_ms > timing.median_ms
+    assert timing.judge_span_ms > timing.min_ms
 
 
 @boxed
@@ -127,12 +127,11 @@ def test_the_dealer_deals_each_sample_once_and_in_order():
     assert dealer.answer("ready 2 0") is None and dealer.answer("ready 1 1") is None
 
 
-def test_the_least_median_leaves_the_harness_part_its_noise_and_half():
+def test_the_least_median_is_half_the_shortest_span_left_after_the_harness():
     part, noise = judge_clock.harness_part([5.0, 5.2, 4.8, 9.0], [1.0, 1.1, 0.9, 1.0])
     assert part == pytest.approx(3.9) and noise == pytest.approx(8.0 - 3.9)
-    spans = [9.8, 30.0, 31.0, 32.0, 33.0]
-    least = judge_clock.least_median(spans, part, noise)
-    assert least == pytest.approx(0.5 * (31.0 - 3.9 - 4.1 - 0.5))
+    least = judge_clock.least_median([9.8, 30.0, 31.0], part)
+    assert least == pytest.approx(0.5 * (9.8 - 3.9 - 0.5))
 
 
 def test_a_saved_dtype_never_reaches_a_lookup_on_torch(tmp_path):
