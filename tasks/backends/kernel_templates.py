@@ -14,7 +14,7 @@ import json
 import shutil
 from pathlib import Path
 
-from tasks.backends import wrappers
+from tasks.backends import pointwise, wrappers
 from tasks.backends.base import BuildContext, write_candidate
 from tasks.backends.match import Match
 from tasks.models.plan import CandidateRef
@@ -29,6 +29,9 @@ TEMPLATE = {
     "layer_norm": "norm.py.j2",
     "rms_norm": "norm.py.j2",
     "linear": "linear.py.j2",
+    "matmul": "gemm.py.j2",
+    "elementwise": "pointwise.py.j2",
+    "conv_epilogue": "pointwise.py.j2",
     "sum": "reduce.py.j2",
     "mean": "reduce.py.j2",
     "amax": "reduce.py.j2",
@@ -100,7 +103,11 @@ def space(match: Match, vendor: str = "nvidia") -> tuple[Space, dict]:
         default = {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "num_stages": 2,
                    "precision": params[-1].values[0]}  # fmt: skip
         return Space(params), default
-    if match.op == "linear":
+    if match.op in ("elementwise", "conv_epilogue"):
+        params = [Param("BLOCK", (256, 512, 1024, 2048, 4096)), Param("num_warps", (1, 2, 4, 8)),
+                  Param("num_stages", (1,))]  # fmt: skip
+        return Space(params), {"BLOCK": 1024, "num_warps": 4, "num_stages": 1}
+    if match.op in ("linear", "matmul"):
         params = [Param("BLOCK_M", (32, 64, 128)), Param("BLOCK_N", (32, 64, 128, 256)),
                   Param("BLOCK_K", (16, 32, 64)), Param("GROUP_M", (1, 8)),
                   Param("num_warps", (4, 8)), Param("num_stages", (2, 3, 4)),
@@ -133,10 +140,15 @@ def describe(who: str, match: Match, config: dict) -> str:
 
 
 def epilogue_steps(match: Match) -> list[str]:
+    """The template's epilogue statements over its fp32 accumulator `acc`: a traced elementwise
+    region's lines (tasks/backends/pointwise.py), or one line per named activation."""
+    epilogue = match.params.get("epilogue", [])
+    if any("line" in e for e in epilogue):
+        return pointwise.statements(epilogue)
     steps = []
-    for e in match.params.get("epilogue", []):
+    for e in epilogue:
         name = "gelu_tanh" if e.get("approximate") == "tanh" else e["fn"]
-        steps.append(_EPILOGUE[name])
+        steps.append(f"acc = {_EPILOGUE[name]}")
     return steps
 
 
@@ -172,11 +184,14 @@ def config_name(match: Match, config: dict) -> str:
 
 
 def _whole_wrapper(ctx: BuildContext, entry: str, match: Match, origin: str) -> str:
-    """The template called on the reference's own inputs (a hand-written rms_norm graph)."""
+    """The template called on the reference's own inputs (a hand-written rms_norm graph, an
+    elementwise-only reference)."""
     symbol, name = entry.partition(":")[2], ctx.candidate_symbol
     x, w = match.reads[0], (match.reads[1] if len(match.reads) > 1 else None)
     call = (
-        f"_impl.rms_norm(args[{x[2:]}], (args[{x[2:]}].shape[-1],), "
+        f"_impl.elementwise(args[{x[2:]}])"
+        if match.op == "elementwise"
+        else f"_impl.rms_norm(args[{x[2:]}], (args[{x[2:]}].shape[-1],), "
         f"{f'args[{w[2:]}]' if w else 'None'}, {match.params['eps']!r})"
     )
     head = wrappers.prelude(entry, origin) + "\n_impl = _load('impl.py', _FROZEN.parent)\n"

@@ -11,6 +11,10 @@ before. Everything the reference does besides the matched op stays torch.
     rms_norm(x, normalized_shape, weight, eps)
     cross_entropy(logits, target, reduction)
     linear(x, w, bias)                 (the matched epilogue applied inside; deferred as below)
+    matmul(a, b)                       torch.matmul / mm / bmm / @ (epilogue likewise)
+    elementwise(y)                     for conv_epilogue: the elementwise region after a
+                                       convolution (torch's), applied to its output y when
+                                       the region's first call reads it
     sum / mean / amax / amin(x, dim, keepdim)
     cumsum(x, dim)
     scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
@@ -37,6 +41,9 @@ REDUCTIONS = ("sum", "mean", "amax", "amin")
 # Ops of two calls, fused: the first call's name (its output read by the second only).
 DEFERRED = {"swiglu": "silu", "geglu": "gelu", "linear_cross_entropy": "linear"}
 MULS = ("mul", "__mul__", "__rmul__")
+MATMULS = ("matmul", "mm", "bmm", "__matmul__")
+GEMMS = ("linear", "matmul")  # a GEMM whose epilogue is fused: deferred to its first step
+CONVS = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d")
 # Calls that read a tensor's metadata only: a placeholder answers them as it is.
 _META = ("__get__", "__set__", "size", "dim", "numel", "stride", "is_contiguous")
 
@@ -72,6 +79,9 @@ def operands(op: str, fn: str, args, kwargs):
         return (x, args[1], _arg(args, kwargs, 6, "reduction", "mean")) if plain else None
     if op == "linear" and fn == "linear":
         return (x, args[1], _arg(args, kwargs, 2, "bias"))
+    if op == "matmul" and fn in MATMULS:
+        b = _arg(args, kwargs, 1, "other", _arg(args, kwargs, 1, "mat2"))
+        return (x, b) if isinstance(b, torch.Tensor) and not kwargs.get("out") else None
     if op == "scaled_dot_product_attention" and fn == op and len(args) >= 3:
         names = ("attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
         defaults = (None, 0.0, False, None, False)
@@ -102,6 +112,9 @@ def _placeholder(fn: str, args) -> torch.Tensor:
     """The first call's output, uncomputed: the shape and dtype it would have."""
     if fn == "linear":
         return args[0].new_empty((*args[0].shape[:-1], args[1].shape[0]))
+    if fn in MATMULS:
+        shape = torch.matmul(args[0].to("meta"), args[1].to("meta")).shape
+        return args[0].new_empty(shape)
     return torch.empty_like(args[0])
 
 
@@ -115,7 +128,7 @@ def deferred_operands(op: str, first: tuple, extra: tuple, ph, fn: str, args, kw
         a = first[0]
         ok = isinstance(other, torch.Tensor) and other is not ph and other.shape == a.shape
         return (a, other, *extra) if ok else None
-    if op == "linear":  # extra: (the epilogue's calls, the GEMM's operands)
+    if op in GEMMS:  # extra: (the epilogue's calls, the GEMM's operands)
         ok = args and args[0] is ph and fn == extra[0][0]
         return extra[1] if ok else None
     if op == "linear_cross_entropy" and args and args[0] is ph:
@@ -152,6 +165,7 @@ class Route(TorchFunctionMode):
                 Route.impls[name] = _load_impl(name)
         self._pending: dict[int, tuple[torch.Tensor, list[str]]] = {}
         self._gates: dict[int, tuple] = {}  # placeholder id -> (it, activation call, op, impl)
+        self._convs: dict[int, tuple] = {}  # a convolution's output id -> (it, region, impl)
 
     def _gated(self, func, fn, args, kwargs):
         """A deferred op's fused result, or None after filling any placeholder the call reads."""
@@ -164,7 +178,7 @@ class Route(TorchFunctionMode):
             if out is not None:
                 self._gates.pop(id(ph))
                 Route.engaged += 1
-                if op == "linear" and extra[0][1:]:  # the epilogue's later calls: answered
+                if op in GEMMS and extra[0][1:]:  # the epilogue's later calls: answered
                     self._pending[id(out)] = (out, list(extra[0][1:]))
                 return out
         for ph in held:  # any other use: the first call's real output, computed now
@@ -173,28 +187,54 @@ class Route(TorchFunctionMode):
                 ph.copy_(first_func(*first_args, **first_kwargs))
         return None
 
+    def _conv_region(self, fn, args):
+        """The region's result when this call is its first on a convolution's output; any other
+        reader finds that output as torch made it."""
+        held = [a for a in args if isinstance(a, torch.Tensor) and id(a) in self._convs]
+        for y in held:
+            _, region, name = self._convs.pop(id(y))
+            if fn == region[0] and args[0] is y:
+                out = Route.impls[name].elementwise(y)
+                if out is not None:
+                    Route.engaged += 1
+                    if region[1:]:
+                        self._pending[id(out)] = (out, region[1:])
+                    return out
+        return None
+
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         fn = getattr(func, "__name__", "")
-        first = args[0] if args else None
         if self._gates and fn not in _META:
             out = self._gated(func, fn, args, kwargs)
             if out is not None:
                 return out
-        if isinstance(first, torch.Tensor) and id(first) in self._pending:
-            out, left = self._pending.pop(id(first))
-            if out is first and left and fn == left[0]:
+        # An epilogue step reads the fused result, first or not (`g * sigmoid(g)`: mul(g, s)).
+        held = next(
+            (a for a in args if isinstance(a, torch.Tensor) and id(a) in self._pending), None
+        )
+        if held is not None:
+            out, left = self._pending.pop(id(held))
+            if out is held and left and fn == left[0]:
                 if left[1:]:
                     self._pending[id(out)] = (out, left[1:])
                 return out
+        if self._convs and fn not in _META:
+            out = self._conv_region(fn, args)
+            if out is not None:
+                return out
         for op, epilogue, name in self.routes:
+            if op == "conv_epilogue" and fn in CONVS and epilogue:
+                y = func(*args, **kwargs)  # torch's convolution; its region is the template's
+                self._convs[id(y)] = (y, list(epilogue), name)
+                return y
             extra = gate(op, fn, args, kwargs)
             if extra is not None:  # the product that reads it decides (see _gated)
                 ph = _placeholder(fn, args)
                 self._gates[id(ph)] = (func, args, kwargs, extra, op, name)
                 return ph
             ops = operands(op, fn, args, kwargs)
-            if ops is not None and op == "linear" and epilogue:
+            if ops is not None and op in GEMMS and epilogue:
                 # deferred too: only a GEMM whose output meets the epilogue's first call gets
                 # the fused kernel (another F.linear in the reference must not get the epilogue)
                 ph = _placeholder(fn, args)

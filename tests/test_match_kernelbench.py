@@ -1,0 +1,186 @@
+"""KernelBench-shaped references matched on their traced calls (GEMMs of every form with any
+elementwise epilogue region, elementwise-only references), and the GEMM and pointwise templates
+rendered from those matches, checked under TRITON_INTERPRET=1 at edge sizes."""
+
+import json
+import shutil
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from tasks.backends import kernel_templates as kt
+from tasks.backends.match import Match, find
+from tests.test_match_templates import PROBLEM, _load, pytestmark, traced  # noqa: F401
+
+# name: (init, forward args, forward body, get_inputs) -> (label, reads)
+CASES = {
+    "square": ("pass", "a, b", "torch.matmul(a, b)", "torch.randn(9, 9), torch.randn(9, 9)"),
+    "batched": ("pass", "a, b", "torch.bmm(a, b)", "torch.randn(3, 5, 7), torch.randn(3, 7, 4)"),
+    "transposed": ("pass", "a, b", "torch.matmul(a.T, b)", "torch.randn(7, 5), torch.randn(7, 4)"),
+    "scale_leaky": (
+        "pass",
+        "a, b",
+        "F.leaky_relu(torch.matmul(a, b) * 0.5, negative_slope=0.2)",
+        "torch.randn(6, 7), torch.randn(7, 5)",
+    ),
+    "linear_swish": (
+        "self.fc = nn.Linear(8, 6)",
+        "x",
+        "(lambda y: y * torch.sigmoid(y))(self.fc(x))",  # swish after the GEMM
+        "torch.randn(4, 8)",
+    ),
+    "gelu_by_hand": (
+        "pass",
+        "x",
+        "0.5 * x * (1.0 + torch.tanh(0.7978845608 * (x + 0.044715 * torch.pow(x, 3.0))))",
+        "torch.randn(4, 33)",
+    ),
+    "conv": ("self.c = nn.Conv2d(3, 4, 3)", "x", "self.c(x)", "torch.randn(1, 3, 8, 8)"),
+    "conv_relu_scale": (
+        "self.c = nn.Conv2d(3, 4, 3); self.b = nn.Parameter(torch.randn(4, 1, 1))",
+        "x",
+        "torch.relu(self.c(x)) * 2.0 + self.b",  # the bias is a second tensor: torch's
+        "torch.randn(2, 3, 9, 9)",
+    ),
+}
+EXPECT = {
+    "square": "matmul",
+    "batched": "matmul",
+    "transposed": "matmul",
+    "scale_leaky": "matmul+mul+leaky_relu",
+    "linear_swish": "linear+sigmoid+mul",
+    "gelu_by_hand": "elementwise+mul+pow+mul+add+mul+tanh+add+mul",
+    "conv_relu_scale": "conv_epilogue+relu+mul",
+}
+
+
+def _problem(tmp_path, name):
+    init, args, body, inputs = CASES[name]
+    path = tmp_path / f"{name}.py"
+    path.write_text(PROBLEM.format(init=f"        {init}", args=args, body=body, inputs=inputs))
+    return path
+
+
+@pytest.mark.parametrize("name", sorted(EXPECT))
+def test_kernelbench_shapes_are_matched(tmp_path, name):
+    found, notes = find(traced(_problem(tmp_path, name)))
+    assert [m.label for m in found] == [EXPECT[name]], notes
+    assert found[0].dtype == "float32"
+    if name == "gelu_by_hand":
+        assert found[0].how == "whole" and found[0].reads == ["in0"]
+
+
+def test_a_lone_convolution_is_not_matched_and_says_why(tmp_path):
+    found, notes = find(traced(_problem(tmp_path, "conv")))
+    assert found == [] and notes == [
+        "conv2d with no elementwise region after it (no convolution template)"
+    ]
+
+
+def test_an_elementwise_start_that_is_not_the_whole_reference_says_so(tmp_path):
+    path = tmp_path / "p.py"
+    body = "torch.flip(torch.relu(x) * 2.0, [0])"
+    path.write_text(
+        PROBLEM.format(init="        pass", args="x", body=body, inputs="torch.randn(3, 4)")
+    )
+    found, notes = find(traced(path))
+    assert found == [] and notes == ["elementwise relu+mul up to flip, not the whole"]
+
+
+GEMM_EDGES = [
+    ((37, 45), (45, 19)),  # not multiples of any block
+    ((3, 1, 45), (3, 45, 19)),  # batched, one row each
+    ((1, 1), (1, 1)),  # a single element
+    ((5, 7, 9), (9, 3)),  # a 3D tensor times a matrix
+    ((9, 5), (2, 5, 7)),  # a matrix times a batch
+]
+
+
+@pytest.mark.parametrize("shapes", GEMM_EDGES)
+def test_gemm_template_at_edge_sizes(tmp_path, shapes):
+    a, b = torch.randn(shapes[0]), torch.randn(shapes[1])
+    lines = [{"fn": "__mul__", "line": "v1 = (v0 * 0.5)"},
+             {"fn": "leaky_relu", "line": "v2 = (tl.where(v1 >= 0.0, v1, v1 * 0.2))"}]  # fmt: skip
+    m = Match("matmul", "route", "float32", {"w": list(shapes[0])}, ["in0", "in1"],
+              {"epilogue": lines})  # fmt: skip
+    want = F.leaky_relu(torch.matmul(a, b) * 0.5, 0.2)
+    extra = [{"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 16, "GROUP_M": 1, "precision": "ieee"}]
+    for i, c in enumerate(kt_configs(m, extra)):
+        impl = _load(kt.render_impl(m, c), tmp_path, f"gemm{i}")
+        torch.testing.assert_close(impl.matmul(a, b), want, rtol=1e-4, atol=1e-4)
+    assert impl.matmul(a.double(), b.double()) is None  # not its dtype: left to torch
+
+
+def test_gemm_template_reads_a_transposed_view_without_a_copy(tmp_path):
+    a, b = torch.randn(45, 37), torch.randn(45, 19)
+    m = Match("matmul", "route", "float32", {"w": [37, 45]}, ["c0", "in1"], {"epilogue": []})
+    impl = _load(kt.render_impl(m, kt.space(m)[1]), tmp_path, "gemm_t")
+    torch.testing.assert_close(impl.matmul(a.T, b), a.T @ b, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("n", [1, 1000, 4099])
+def test_pointwise_template(tmp_path, n):
+    """A hand-written GELU (x * sigmoid(...) with x read twice): one region, one kernel."""
+    x = torch.randn(n) * 3
+    lines = [{"fn": "sigmoid", "line": "v1 = (tl.sigmoid((v0 * 1.702)))"},
+             {"fn": "__mul__", "line": "v2 = (v0 * v1)"}]  # fmt: skip
+    m = Match("elementwise", "whole", "float32", {"w": [n]}, ["in0"], {"epilogue": lines})
+    for i, c in enumerate(kt_configs(m, [{"BLOCK": 256, "num_warps": 1}])):
+        impl = _load(kt.render_impl(m, c), tmp_path, f"pw{i}")
+        torch.testing.assert_close(impl.elementwise(x), x * torch.sigmoid(x * 1.702))
+
+
+def kt_configs(match, extra):
+    space, default = kt.space(match)
+    out = [default] + [{**default, **e} for e in extra]
+    assert all(space.invalid(c) is None for c in out)
+    return out
+
+
+def test_route_sends_a_matmul_and_its_swish_epilogue_to_the_template(tmp_path):
+    """g * sigmoid(g) after a matmul: the placeholder's first reader gets the fused result and
+    the product that reads both is answered by it."""
+    found, _ = find(traced(_problem(tmp_path, "linear_swish")))
+    (m,) = found
+    cand = tmp_path / "cand"
+    cand.mkdir()
+    shutil.copy2(kt.ROUTE, cand / "op_route.py")
+    (cand / "impl.py").write_text(kt.render_impl(m, kt.space(m)[1]))
+    (cand / "route.json").write_text(json.dumps({"op": m.op, "epilogue": m.params["epilogue"]}))
+    route = _load((cand / "op_route.py").read_text(), cand, "op_route")
+    route.Route.engaged = 0
+    lin, x = torch.nn.Linear(8, 6), torch.randn(4, 8)
+    with torch.no_grad():
+        y = lin(x)
+        want = y * torch.sigmoid(y)
+        with route.Route():
+            y = lin(x)
+            got = y * torch.sigmoid(y)
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+    assert route.Route.engaged == 1
+
+
+def _routed(tmp_path, m):
+    cand = tmp_path / "cand"
+    cand.mkdir()
+    shutil.copy2(kt.ROUTE, cand / "op_route.py")
+    (cand / "impl.py").write_text(kt.render_impl(m, kt.space(m)[1]))
+    (cand / "route.json").write_text(json.dumps({"op": m.op, "epilogue": m.params["epilogue"]}))
+    route = _load((cand / "op_route.py").read_text(), cand, "op_route")
+    route.Route.engaged = 0
+    return route
+
+
+def test_route_runs_a_convolutions_elementwise_region_as_one_kernel(tmp_path):
+    (m,), _ = find(traced(_problem(tmp_path, "conv_relu_scale")))
+    route = _routed(tmp_path, m)
+    conv, b, x = torch.nn.Conv2d(3, 4, 3), torch.randn(4, 1, 1), torch.randn(2, 3, 9, 9)
+    with torch.no_grad():
+        want = torch.relu(conv(x)) * 2.0 + b
+        with route.Route():
+            got = torch.relu(conv(x)) * 2.0 + b
+            alone = conv(x)  # a convolution no region reads: torch's output as it is
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(alone, conv(x))
+    assert route.Route.engaged == 1
