@@ -184,3 +184,22 @@ def test_route_runs_a_convolutions_elementwise_region_as_one_kernel(tmp_path):
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(alone, conv(x))
     assert route.Route.engaged == 1
+
+
+def test_layer_norm_over_three_trailing_dims(tmp_path):
+    """KernelBench's LayerNorm: normalized_shape (features, dim1, dim2), a few long rows."""
+    path = tmp_path / "ln.py"
+    init = "        self.ln = nn.LayerNorm((3, 5, 7))"
+    path.write_text(
+        PROBLEM.format(init=init, args="x", body="self.ln(x)", inputs="torch.randn(2, 3, 5, 7)")
+    )
+    (m,), _ = find(traced(path))
+    assert (m.label, m.params["row"]) == ("layer_norm", 105)
+    for rows in (2, 1):  # one row: a single program
+        x = torch.randn(rows, 3, 5, 7) + 1.0
+        w, b = torch.rand(3, 5, 7), torch.randn(3, 5, 7)
+        for i, c in enumerate(kt_configs(m, [{"passes": "looped", "BLOCK_N": 256}])):
+            impl = _load(kt.render_impl(m, c), tmp_path, f"ln{rows}{i}")
+            want = F.layer_norm(x, (3, 5, 7), w, b, 1e-5)
+            torch.testing.assert_close(impl.layer_norm(x, (3, 5, 7), w, b, 1e-5), want)
+            assert impl.layer_norm(x, (5, 7, 3), None, None, 1e-5) is None  # not trailing

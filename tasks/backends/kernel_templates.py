@@ -54,6 +54,9 @@ ROW_LIMIT = 32768  # widest row a "row" (in-registers) variant holds
 
 
 def _widest(match: Match) -> int:
+    """The longest row the op reads: a norm's over several trailing dims is their product."""
+    if "row" in match.params:
+        return match.params["row"]
     return max((s[-1] for s in match.shapes.values() if s), default=1)
 
 

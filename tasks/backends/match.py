@@ -10,6 +10,7 @@ the entire reference: the candidate is then the template called on the reference
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 
 from tasks.backends import pointwise
@@ -80,12 +81,13 @@ def _route_match(calls: list[dict], i: int, outputs: list[str]) -> tuple[dict | 
         return {"op": fn, "reads": [x], "params": {"dim": -1}}, None
     if fn in ("layer_norm", "rms_norm"):
         shape = _arg(c, 1, "normalized_shape")
-        if not isinstance(shape, list) or len(shape) != 1:
-            return None, f"{fn} over {shape}: the templates normalise the last dimension only"
+        shape = [shape] if isinstance(shape, int) else shape
+        if not isinstance(shape, list) or not shape or not all(isinstance(d, int) for d in shape):
+            return None, f"{fn} over {shape}: not a list of trailing dimensions"
         weight, bias = _arg(c, 2, "weight"), _arg(c, 3, "bias") if fn == "layer_norm" else None
         eps = _arg(c, 4 if fn == "layer_norm" else 3, "eps")
         reads = [x] + [t for t in (_tensor(weight), _tensor(bias)) if t]
-        params = {"eps": eps, "has_weight": _tensor(weight) is not None}
+        params = {"eps": eps, "has_weight": _tensor(weight) is not None, "row": math.prod(shape)}
         if fn == "layer_norm":
             params["has_bias"] = _tensor(bias) is not None
         return {"op": fn, "reads": reads, "params": params}, None
