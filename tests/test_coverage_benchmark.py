@@ -12,10 +12,10 @@ KB = ROOT / "tests" / "data" / "kb_coverage"
 
 
 def test_shrink_makes_module_sizes_small_and_keeps_their_residue():
-    src = "batch_size = 4096\nN = 2048 * 2 + 1\nk = 3\nname = 'x'\ndef f():\n    big = 4096\n"
+    src = "batch_size = 4096\nN = 2048 * 2 + 1\nd = 1 << 20\nk = 3\nname = 'x'\ndef f():\n    big = 4096\n"
     tree = ast.parse(coverage.shrink(src))
     values = {n.targets[0].id: n.value.value for n in tree.body if isinstance(n, ast.Assign)}
-    assert values == {"batch_size": 32, "N": 33, "k": 3, "name": "x"}
+    assert values == {"batch_size": 32, "N": 33, "d": 32, "k": 3, "name": "x"}
     assert "big = 4096" in coverage.shrink(src)  # inside a function: not a module size
 
 

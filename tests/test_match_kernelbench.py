@@ -203,3 +203,57 @@ def test_layer_norm_over_three_trailing_dims(tmp_path):
             want = F.layer_norm(x, (3, 5, 7), w, b, 1e-5)
             torch.testing.assert_close(impl.layer_norm(x, (3, 5, 7), w, b, 1e-5), want)
             assert impl.layer_norm(x, (5, 7, 3), None, None, 1e-5) is None  # not trailing
+
+
+ACCEPTANCE = {
+    "gemm_fp32_square": "matmul",
+    "bmm_fp32": "matmul",
+    "gemm_scale_leaky_relu": "linear+mul+leaky_relu",
+    "layernorm": "layer_norm",
+    "softmax_long_row": "softmax",
+    "attention_fp32_hd128": "scaled_dot_product_attention",
+}
+
+
+@pytest.mark.parametrize("name", sorted(ACCEPTANCE))
+def test_the_gpu_acceptance_problems_of_issue_43_match_their_template(tmp_path, name):
+    """Shrunk as benchmarks/coverage shrinks them; on the GPU they run at their listed sizes."""
+    from benchmarks.coverage import shrink
+    from tests.conftest import ROOT
+
+    path = tmp_path / f"{name}.py"
+    path.write_text(shrink((ROOT / "benchmarks" / "acceptance" / f"{name}.py").read_text()))
+    found, notes = find(traced(path))
+    assert [m.label for m in found] == [ACCEPTANCE[name]], notes
+    assert found[0].dtype == "float32"
+
+
+@pytest.mark.parametrize(
+    "init,body,label,row",
+    [
+        ("self.n = nn.GroupNorm(2, 6)", "self.n(x)", "group_norm", 3 * 5 * 7),
+        ("self.n = nn.InstanceNorm2d(6)", "self.n(x)", "instance_norm", 5 * 7),
+    ],
+)
+def test_group_and_instance_norm(tmp_path, init, body, label, row):
+    path = tmp_path / f"{label}.py"
+    path.write_text(
+        PROBLEM.format(
+            init=f"        {init}", args="x", body=body, inputs="torch.randn(3, 6, 5, 7)"
+        )
+    )
+    (m,), _ = find(traced(path))
+    assert (m.label, m.params["row"]) == (label, row)
+    x, w, b = torch.randn(1, 6, 5, 7) + 0.5, torch.rand(6), torch.randn(6)  # one sample
+    for i, c in enumerate(kt_configs(m, [{"passes": "looped", "BLOCK_N": 256}])):
+        impl = _load(kt.render_impl(m, c), tmp_path, f"{label}{i}")
+        if label == "group_norm":
+            for wb in ((w, b), (None, None)):
+                want = F.group_norm(x, 2, *wb, 1e-5)
+                torch.testing.assert_close(impl.group_norm(x, 2, *wb, 1e-5), want)
+            assert impl.group_norm(x, 4, None, None, 1e-5) is None  # 6 channels, 4 groups
+        else:
+            want = F.instance_norm(x, weight=w, bias=b)
+            got = impl.instance_norm(x, None, None, w, b, True, 0.1, 1e-5)
+            torch.testing.assert_close(got, want)
+            assert impl.instance_norm(x, None, None, w, b, False, 0.1, 1e-5) is None

@@ -28,6 +28,8 @@ TEMPLATE = {
     "cross_entropy": "rowwise.py.j2",
     "layer_norm": "norm.py.j2",
     "rms_norm": "norm.py.j2",
+    "group_norm": "norm.py.j2",
+    "instance_norm": "norm.py.j2",
     "linear": "linear.py.j2",
     "matmul": "gemm.py.j2",
     "elementwise": "pointwise.py.j2",
@@ -64,7 +66,8 @@ def space(match: Match, vendor: str = "nvidia") -> tuple[Space, dict]:
     """The configuration space of the match's template on this vendor, and its default point."""
     warps, stages = Param("num_warps", (1, 2, 4, 8, 16)), Param("num_stages", (1, 2, 3, 4))
     n = _widest(match)
-    if match.op in ("softmax", "log_softmax", "cross_entropy", "layer_norm", "rms_norm", "cumsum"):
+    rows = ("softmax", "log_softmax", "cross_entropy", "cumsum")
+    if match.op in rows + ("layer_norm", "rms_norm", "group_norm", "instance_norm"):
         rowwise = match.op in ("softmax", "log_softmax", "cross_entropy")
         passes = (
             ("row", "online", "max_sum")

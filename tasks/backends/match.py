@@ -91,6 +91,8 @@ def _route_match(calls: list[dict], i: int, outputs: list[str]) -> tuple[dict | 
         if fn == "layer_norm":
             params["has_bias"] = _tensor(bias) is not None
         return {"op": fn, "reads": reads, "params": params}, None
+    if fn in ("group_norm", "instance_norm"):
+        return _channel_norm(c, x, desc["shape"])
     if fn == "cross_entropy":
         if len(desc["shape"]) != 0 and _arg(c, 6, "reduction", "mean") != "none":
             return None, None
@@ -132,6 +134,26 @@ def _route_match(calls: list[dict], i: int, outputs: list[str]) -> tuple[dict | 
         dim = dim[0] if isinstance(dim, list) else dim
         return {"op": fn, "reads": [x], "params": {"dim": dim, "keepdim": bool(_arg(c, 2, "keepdim", False))}}, None  # fmt: skip
     return None, None
+
+
+def _channel_norm(c: dict, x: str, shape: list[int]) -> tuple[dict | None, str | None]:
+    """GroupNorm (each sample's group of channels a row) and InstanceNorm (each sample's
+    channel a row, statistics of the input): the norm template over those rows."""
+    fn = c["fn"]
+    if fn == "group_norm":
+        groups, w, b = _arg(c, 1, "num_groups"), _arg(c, 2, "weight"), _arg(c, 3, "bias")
+        eps = _arg(c, 4, "eps", 1e-5)
+        if not isinstance(groups, int) or len(shape) < 2 or shape[1] % groups:
+            return None, f"group_norm of {shape} in {groups} groups"
+        row = shape[1] // groups * math.prod(shape[2:])
+    else:
+        w, b, eps = _arg(c, 3, "weight"), _arg(c, 4, "bias"), _arg(c, 7, "eps", 1e-5)
+        if not _arg(c, 5, "use_input_stats", True) or len(shape) < 3:
+            return None, "instance_norm with running statistics: not the template's"
+        row = math.prod(shape[2:])
+    reads = [x] + [t for t in (_tensor(w), _tensor(b)) if t]
+    params = {"eps": eps, "has_weight": _tensor(w) is not None, "row": row}
+    return {"op": fn, "reads": reads, "params": params}, None
 
 
 def _epilogue(calls: list[dict], i: int, outputs: list[str]) -> list[dict]:

@@ -9,6 +9,8 @@ before. Everything the reference does besides the matched op stays torch.
     softmax(x, dim) / log_softmax(x, dim)
     layer_norm(x, normalized_shape, weight, bias, eps)
     rms_norm(x, normalized_shape, weight, eps)
+    group_norm(x, num_groups, weight, bias, eps)
+    instance_norm(x, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
     cross_entropy(logits, target, reduction)
     linear(x, w, bias)                 (the matched epilogue applied inside; deferred as below)
     matmul(a, b)                       torch.matmul / mm / bmm / @ (epilogue likewise)
@@ -68,6 +70,14 @@ def operands(op: str, fn: str, args, kwargs):
     if op == "rms_norm" and fn == "rms_norm":
         shape = _arg(args, kwargs, 1, "normalized_shape")
         return (x, tuple(shape), _arg(args, kwargs, 2, "weight"), _arg(args, kwargs, 3, "eps"))
+    if op == "group_norm" and fn == "group_norm":
+        return (x, _arg(args, kwargs, 1, "num_groups"), _arg(args, kwargs, 2, "weight"),
+                _arg(args, kwargs, 3, "bias"), _arg(args, kwargs, 4, "eps", 1e-5))  # fmt: skip
+    if op == "instance_norm" and fn == "instance_norm":
+        names = ("running_mean", "running_var", "weight", "bias", "use_input_stats", "momentum")
+        defaults = (None, None, None, None, True, 0.1)
+        rest = [_arg(args, kwargs, 1 + i, n, d) for i, (n, d) in enumerate(zip(names, defaults))]
+        return (x, *rest, _arg(args, kwargs, 7, "eps", 1e-5))
     if op == "cross_entropy" and fn == "cross_entropy":
         plain = (
             _arg(args, kwargs, 2, "weight") is None
