@@ -257,3 +257,26 @@ def test_group_and_instance_norm(tmp_path, init, body, label, row):
             got = impl.instance_norm(x, None, None, w, b, True, 0.1, 1e-5)
             torch.testing.assert_close(got, want)
             assert impl.instance_norm(x, None, None, w, b, False, 0.1, 1e-5) is None
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+def test_softmax_over_an_inner_dim(tmp_path, op):
+    """A conv output's channels (dim 1 of [N, C, H, W]): 37 channels, 5x7 columns, not a
+    multiple of the tiles; one sample, and a single channel."""
+    path = tmp_path / f"{op}.py"
+    body = f"torch.{op}(x, dim=1)"
+    path.write_text(
+        PROBLEM.format(init="        pass", args="x", body=body, inputs="torch.randn(2, 37, 5, 7)")
+    )
+    (m,), _ = find(traced(path))
+    assert (m.label, m.params) == (f"{op}_dim", {"dim": 1})
+    for shape in ((2, 37, 5, 7), (1, 1, 3), (3, 300)):
+        x = torch.randn(shape) * 3
+        for i, c in enumerate(kt_configs(m, [{"BLOCK_R": 4, "BLOCK_I": 32, "num_warps": 1}])):
+            impl = _load(kt.render_impl(m, c), tmp_path, f"{op}{len(shape)}{i}")
+            torch.testing.assert_close(getattr(impl, f"{op}_dim")(x, 0), getattr(torch, op)(x, 0))
+            if len(shape) > 2:
+                torch.testing.assert_close(
+                    getattr(impl, f"{op}_dim")(x, 1), getattr(torch, op)(x, 1)
+                )
+            assert getattr(impl, f"{op}_dim")(x, -1) is None  # the last dim: not this template's

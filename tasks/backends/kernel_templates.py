@@ -39,6 +39,8 @@ TEMPLATE = {
     "amax": "reduce.py.j2",
     "amin": "reduce.py.j2",
     "cumsum": "scan.py.j2",
+    "softmax_dim": "softmax_dim.py.j2",
+    "log_softmax_dim": "softmax_dim.py.j2",
     "scaled_dot_product_attention": "attention.py.j2",
     "swiglu": "gated.py.j2",
     "geglu": "gated.py.j2",
@@ -127,6 +129,10 @@ def space(match: Match, vendor: str = "nvidia") -> tuple[Space, dict]:
         default = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 4,
                    "num_stages": 3, "precision": params[-1].values[0]}  # fmt: skip
         return Space(params, rule), default
+    if match.op in ("softmax_dim", "log_softmax_dim"):  # R rows walked, BLOCK_I columns a program
+        params = [Param("BLOCK_R", (4, 8, 16, 32)), Param("BLOCK_I", (32, 64, 128, 256)),
+                  Param("num_warps", (1, 2, 4, 8)), stages]  # fmt: skip
+        return Space(params), {"BLOCK_R": 8, "BLOCK_I": 128, "num_warps": 4, "num_stages": 1}
     params = [Param("BLOCK_R", (16, 64, 256, 1024)), Param("BLOCK_I", (1, 16, 64, 256)),
               Param("num_warps", (1, 2, 4, 8)), stages]  # fmt: skip
 

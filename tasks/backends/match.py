@@ -76,6 +76,9 @@ def _route_match(calls: list[dict], i: int, outputs: list[str]) -> tuple[dict | 
         return None, None
     if fn in ("softmax", "log_softmax", "cumsum"):
         dim = _arg(c, 1, "dim")
+        if fn != "cumsum" and isinstance(dim, int) and not _last_dim(dim, len(desc["shape"])):
+            # over an inner dim (a conv output's channels): columns, not rows
+            return {"op": f"{fn}_dim", "reads": [x], "params": {"dim": dim}}, None
         if not _last_dim(dim, len(desc["shape"])):
             return None, f"{fn} over dim {dim}, not the last"
         return {"op": fn, "reads": [x], "params": {"dim": -1}}, None

@@ -7,6 +7,7 @@ it does not take that call (a dtype, layout or option it lacks), and then torch 
 before. Everything the reference does besides the matched op stays torch.
 
     softmax(x, dim) / log_softmax(x, dim)
+    softmax_dim(x, dim) / log_softmax_dim(x, dim)    over a dim that is not the last
     layer_norm(x, normalized_shape, weight, bias, eps)
     rms_norm(x, normalized_shape, weight, eps)
     group_norm(x, num_groups, weight, bias, eps)
@@ -59,6 +60,8 @@ def operands(op: str, fn: str, args, kwargs):
     if not args or not isinstance(args[0], torch.Tensor):
         return None
     x = args[0]
+    if op in ("softmax_dim", "log_softmax_dim") and fn == op[:-4]:
+        return None if kwargs.get("dtype") is not None else (x, _arg(args, kwargs, 1, "dim"))
     if op in ("softmax", "log_softmax", "cumsum") and fn == op:
         if kwargs.get("dtype") is not None:
             return None
