@@ -280,3 +280,39 @@ def test_softmax_over_an_inner_dim(tmp_path, op):
                     getattr(impl, f"{op}_dim")(x, 1), getattr(torch, op)(x, 1)
                 )
             assert getattr(impl, f"{op}_dim")(x, -1) is None  # the last dim: not this template's
+
+
+def test_batch_norm_in_training_and_in_eval(tmp_path):
+    """KernelBench's BatchNorm2d runs in training mode (batch statistics, running ones moved)."""
+    path = tmp_path / "bn.py"
+    path.write_text(
+        PROBLEM.format(
+            init="        self.bn = nn.BatchNorm2d(5)",
+            args="x",
+            body="self.bn(x)",
+            inputs="torch.randn(3, 5, 4, 7)",
+        )
+    )
+    (m,), _ = find(traced(path))
+    assert (m.label, m.params["training"]) == ("batch_norm", True)
+    for i, c in enumerate(kt_configs(m, [{"BLOCK": 256, "num_warps": 1}])):
+        impl = _load(kt.render_impl(m, c), tmp_path, f"bn{i}")
+        for shape in ((3, 5, 4, 7), (1, 5, 300), (2, 5)):  # one sample; no spatial dims
+            x = torch.randn(shape) * 2 + 1
+            bn = torch.nn.BatchNorm1d(5) if len(shape) < 4 else torch.nn.BatchNorm2d(5)
+            with torch.no_grad():
+                bn.weight.uniform_(0.5, 1.5), bn.bias.uniform_(-1, 1)
+                rm, rv = bn.running_mean.clone(), bn.running_var.clone()
+                ours = impl.batch_norm(x, rm, rv, bn.weight, bn.bias, True, 0.1, 1e-5)
+                want = bn(x)
+            torch.testing.assert_close(ours, want)
+            torch.testing.assert_close((rm, rv), (bn.running_mean, bn.running_var))
+            bn.eval()
+            with torch.no_grad():
+                got = impl.batch_norm(
+                    x, bn.running_mean, bn.running_var, None, None, False, 0.1, 1e-5
+                )
+                want = F.batch_norm(
+                    x, bn.running_mean, bn.running_var, None, None, False, 0.1, 1e-5
+                )
+            torch.testing.assert_close(got, want)

@@ -29,6 +29,7 @@ TEMPLATE = {
     "layer_norm": "norm.py.j2",
     "rms_norm": "norm.py.j2",
     "group_norm": "norm.py.j2",
+    "batch_norm": "batch_norm.py.j2",
     "instance_norm": "norm.py.j2",
     "linear": "linear.py.j2",
     "matmul": "gemm.py.j2",
@@ -111,6 +112,10 @@ def space(match: Match, vendor: str = "nvidia") -> tuple[Space, dict]:
         default = {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "num_stages": 2,
                    "precision": params[-1].values[0]}  # fmt: skip
         return Space(params), default
+    if match.op == "batch_norm":  # one program a channel, chunks of BLOCK
+        params = [Param("BLOCK", (256, 512, 1024, 2048, 4096)), Param("num_warps", (1, 2, 4, 8, 16)),
+                  Param("num_stages", (1, 2))]  # fmt: skip
+        return Space(params), {"BLOCK": 1024, "num_warps": 4, "num_stages": 1}
     if match.op in ("elementwise", "conv_epilogue"):
         params = [Param("BLOCK", (256, 512, 1024, 2048, 4096)), Param("num_warps", (1, 2, 4, 8)),
                   Param("num_stages", (1,))]  # fmt: skip

@@ -94,6 +94,11 @@ def _route_match(calls: list[dict], i: int, outputs: list[str]) -> tuple[dict | 
         if fn == "layer_norm":
             params["has_bias"] = _tensor(bias) is not None
         return {"op": fn, "reads": reads, "params": params}, None
+    if fn == "batch_norm":
+        w, b = _tensor(_arg(c, 3, "weight")), _tensor(_arg(c, 4, "bias"))
+        training = bool(_arg(c, 5, "training", False))
+        params = {"eps": _arg(c, 7, "eps", 1e-5), "training": training, "has_weight": w is not None}
+        return {"op": "batch_norm", "reads": [x] + [t for t in (w, b) if t], "params": params}, None
     if fn in ("group_norm", "instance_norm"):
         return _channel_norm(c, x, desc["shape"])
     if fn == "cross_entropy":

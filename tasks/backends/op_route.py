@@ -11,6 +11,7 @@ before. Everything the reference does besides the matched op stays torch.
     layer_norm(x, normalized_shape, weight, bias, eps)
     rms_norm(x, normalized_shape, weight, eps)
     group_norm(x, num_groups, weight, bias, eps)
+    batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps)
     instance_norm(x, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
     cross_entropy(logits, target, reduction)
     linear(x, w, bias)                 (the matched epilogue applied inside; deferred as below)
@@ -73,6 +74,13 @@ def operands(op: str, fn: str, args, kwargs):
     if op == "rms_norm" and fn == "rms_norm":
         shape = _arg(args, kwargs, 1, "normalized_shape")
         return (x, tuple(shape), _arg(args, kwargs, 2, "weight"), _arg(args, kwargs, 3, "eps"))
+    if op == "batch_norm" and fn == "batch_norm":
+        names = ("running_mean", "running_var", "weight", "bias", "training", "momentum", "eps")
+        defaults = (None, None, None, None, False, 0.1, 1e-5)
+        return (
+            x,
+            *[_arg(args, kwargs, 1 + i, n, d) for i, (n, d) in enumerate(zip(names, defaults))],
+        )
     if op == "group_norm" and fn == "group_norm":
         return (x, _arg(args, kwargs, 1, "num_groups"), _arg(args, kwargs, 2, "weight"),
                 _arg(args, kwargs, 3, "bias"), _arg(args, kwargs, 4, "eps", 1e-5))  # fmt: skip
