@@ -316,3 +316,33 @@ def test_batch_norm_in_training_and_in_eval(tmp_path):
                     x, bn.running_mean, bn.running_var, None, None, False, 0.1, 1e-5
                 )
             torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize(
+    "body,op",
+    [
+        ("torch.max(x, dim=1)[0]", "max_dim"),
+        ("torch.min(x, dim=1).values", "min_dim"),
+        ("torch.argmax(x, dim=1)", "argmax"),
+        ("torch.argmin(x, dim=1)", "argmin"),
+        ("torch.prod(x, dim=1)", "prod"),
+    ],
+)
+def test_indexed_and_product_reductions(tmp_path, body, op):
+    path = tmp_path / f"{op}.py"
+    path.write_text(
+        PROBLEM.format(init="        pass", args="x", body=body, inputs="torch.randn(3, 37, 5)")
+    )
+    (m,), _ = find(traced(path))
+    assert (m.op, m.params["dim"]) == (op, 1)
+    x = torch.randn(3, 37, 5) * (0.5 if op == "prod" else 3)  # 37 rows: chunks of 16 leave 5
+    ref = getattr(torch, op.removesuffix("_dim"))
+    (c,) = kt_configs(m, [{"BLOCK_R": 16, "BLOCK_I": 16}])[1:]  # tiles that leave tails
+    impl = _load(kt.render_impl(m, c), tmp_path, op)
+    for dim, keepdim in ((1, False), (2, True)):
+        got, want = getattr(impl, op)(x, dim, keepdim), ref(x, dim, keepdim=keepdim)
+        if op in ("max_dim", "min_dim"):
+            torch.testing.assert_close(tuple(got), tuple(want))
+            assert type(got) is type(want)
+        else:
+            torch.testing.assert_close(got, want)

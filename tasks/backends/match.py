@@ -20,7 +20,7 @@ MATMULS = ("matmul", "mm", "bmm", "__matmul__")
 # Convolutions stay torch's (cuDNN's); the elementwise region after one becomes one kernel.
 CONVS = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d")
 FLOAT_DTYPES = ("float32", "float16", "bfloat16")
-REDUCTIONS = ("sum", "mean", "amax", "amin")
+REDUCTIONS = ("sum", "mean", "amax", "amin", "prod", "argmax", "argmin")
 # Gated activations: act(a) * b, the op class named after its activation (SwiGLU, GeGLU).
 GATES = {"silu": "swiglu", "gelu": "geglu"}
 MULS = ("mul", "__mul__", "__rmul__")
@@ -135,6 +135,10 @@ def _route_match(calls: list[dict], i: int, outputs: list[str]) -> tuple[dict | 
         return {"op": fn, "reads": reads, "params": {"is_causal": bool(_arg(c, 5, "is_causal", False))}}, None  # fmt: skip
     if fn in GATES:
         return _gated(calls, i, outputs)
+    if fn in ("max", "min") and isinstance(_arg(c, 1, "dim"), int) and len(c["out"]) == 2:
+        # torch.max(x, dim): (values, indices); torch.max(a, b) is elementwise, not this
+        keepdim = bool(_arg(c, 2, "keepdim", False))
+        return {"op": f"{fn}_dim", "reads": [x], "params": {"dim": _arg(c, 1, "dim"), "keepdim": keepdim}}, None  # fmt: skip
     if fn in REDUCTIONS:
         dim = _arg(c, 1, "dim")
         if dim is None or (isinstance(dim, list) and len(dim) != 1):

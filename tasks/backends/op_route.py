@@ -19,7 +19,8 @@ before. Everything the reference does besides the matched op stays torch.
     elementwise(y)                     for conv_epilogue: the elementwise region after a
                                        convolution (torch's), applied to its output y when
                                        the region's first call reads it
-    sum / mean / amax / amin(x, dim, keepdim)
+    sum / mean / amax / amin / prod / argmax / argmin(x, dim, keepdim)
+    max_dim / min_dim(x, dim, keepdim)   torch.max(x, dim): (values, indices)
     cumsum(x, dim)
     scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     swiglu(a, b) / geglu(a, b, approximate)   silu(a) * b / gelu(a) * b, a and b of one shape
@@ -41,7 +42,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 _HERE = Path(__file__).resolve().parent
-REDUCTIONS = ("sum", "mean", "amax", "amin")
+REDUCTIONS = ("sum", "mean", "amax", "amin", "prod", "argmax", "argmin")
 # Ops of two calls, fused: the first call's name (its output read by the second only).
 DEFERRED = {"swiglu": "silu", "geglu": "gelu", "linear_cross_entropy": "linear"}
 MULS = ("mul", "__mul__", "__rmul__")
@@ -108,6 +109,13 @@ def operands(op: str, fn: str, args, kwargs):
         defaults = (None, 0.0, False, None, False)
         rest = [_arg(args, kwargs, 3 + i, n, d) for i, (n, d) in enumerate(zip(names, defaults))]
         return (x, args[1], args[2], *rest)
+    if op in ("max_dim", "min_dim") and fn == op[:3]:
+        dim = _arg(args, kwargs, 1, "dim")
+        return (
+            (x, dim, bool(_arg(args, kwargs, 2, "keepdim", False)))
+            if isinstance(dim, int)
+            else None
+        )
     if op in REDUCTIONS and fn == op:
         dim = _arg(args, kwargs, 1, "dim")
         if kwargs.get("dtype") is not None or dim is None:
