@@ -346,3 +346,22 @@ def test_indexed_and_product_reductions(tmp_path, body, op):
             assert type(got) is type(want)
         else:
             torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("op", ["layer_norm", "rms_norm"])
+def test_split_norm_for_few_long_rows(tmp_path, op):
+    """Two phases, SPLIT programs a row: one row and three, chunks not multiples of the block."""
+    big = Match(op, "route", "float32", {"w": [16, 64, 256, 256]}, ["in0"], {"row": 64 * 256 * 256})
+    assert kt.space(big)[1]["passes"] == "split"  # the acceptance LayerNorm's 16 rows of 4M
+    m = Match(op, "route", "float32", {"w": [3, 1000]}, ["in0"], {"row": 1000})
+    configs = [{"passes": "split", "BLOCK_N": 256, "SPLIT": s} for s in (4, 64)]
+    for rows in (1, 3):
+        x, w, b = torch.randn(rows, 1000) * 2 + 3, torch.rand(1000), torch.randn(1000)
+        for i, c in enumerate(kt_configs(m, configs)[1:]):
+            impl = _load(kt.render_impl(m, c), tmp_path, f"{op}{rows}{i}")
+            if op == "layer_norm":
+                want = F.layer_norm(x, (1000,), w, b, 1e-5)
+                torch.testing.assert_close(impl.layer_norm(x, (1000,), w, b, 1e-5), want)
+            else:
+                want = F.rms_norm(x, (1000,), w, 1e-6)
+                torch.testing.assert_close(impl.rms_norm(x, (1000,), w, 1e-6), want)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import shutil
 from pathlib import Path
 
@@ -82,22 +83,36 @@ def space(match: Match, vendor: str = "nvidia") -> tuple[Space, dict]:
             if rowwise
             else ("row", "chunked")
             if match.op == "cumsum"
-            else ("row", "looped")
+            else ("row", "looped", "split")
         )
         params = [Param("passes", passes), Param("BLOCK_N", (256, 512, 1024, 2048, 4096)),
                   warps, stages, Param("persistent", (False, True))]  # fmt: skip
+        split = "split" in passes
+        if split:  # programs a row in the two-phase variant
+            params.append(Param("SPLIT", (4, 16, 64, 256)))
 
         def rule(c):
             if c["passes"] == "row" and n > ROW_LIMIT:
                 return f"a row of {n} does not fit in registers"
             if c["passes"] == "row" and c["BLOCK_N"] != 1024:
                 return "the row variant takes the whole row: BLOCK_N is not its parameter"
+            if split and c["passes"] != "split" and c["SPLIT"] != 16:
+                return "SPLIT is the split variant's parameter"
+            if c["passes"] == "split" and c["persistent"]:
+                return "the split variant's grid is rows x SPLIT: persistent is not its parameter"
             return None
 
         one = n <= 8192
         default = {"passes": "row" if one else passes[1], "BLOCK_N": 1024,
                    "num_warps": 4 if n <= 1024 else 8 if n <= 4096 else 16, "num_stages": 1,
                    "persistent": False}  # fmt: skip
+        if split:
+            # few long rows (a LayerNorm of 16 rows of 4M): one program a row idles the GPU
+            many = max((math.prod(s) // max(n, 1) for s in match.shapes.values() if s), default=1)
+            few_long = many < 128 and n >= 65536
+            default.update(
+                passes="split" if few_long else default["passes"], SPLIT=64 if few_long else 16
+            )
         return Space(params, rule), default
     if match.op in ("swiglu", "geglu"):  # elementwise: a tile of rows x columns a program
         params = [Param("BLOCK_M", (1, 2, 4, 8, 16)), Param("BLOCK_N", (128, 256, 512, 1024)),
