@@ -365,3 +365,15 @@ def test_split_norm_for_few_long_rows(tmp_path, op):
             else:
                 want = F.rms_norm(x, (1000,), w, 1e-6)
                 torch.testing.assert_close(impl.rms_norm(x, (1000,), w, 1e-6), want)
+
+
+def test_attention_template_at_head_dim_200(tmp_path):
+    """Head dims up to 256: 200 (not a power of two) over 19 causal queries, fp32 at tf32x3."""
+    q, k, v = (torch.randn(1, 2, 19, 200) for _ in range(3))
+    m = Match("scaled_dot_product_attention", "route", "float32", {"w": [1, 2, 19, 200]}, ["in0"])
+    (c,) = kt_configs(m, [{"BLOCK_M": 16, "BLOCK_N": 16}])[1:]
+    assert c["precision"] == "tf32x3"
+    impl = _load(kt.render_impl(m, c), tmp_path, "attn200")
+    got = impl.scaled_dot_product_attention(q, k, v, None, 0.0, True, None, False)
+    want = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
