@@ -201,16 +201,42 @@ def _machine() -> str:
     return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, commit {commit}"
 
 
+def _render(files: list[Path], out: Path | None, argv) -> int:
+    """Shares and table of saved rows, in level and problem order."""
+    try:
+        rows = [r for f in files for r in json.loads(f.read_text())]
+    except (OSError, ValueError) as exc:
+        print(f"coverage: cannot read rows: {exc}", file=sys.stderr)
+        return 2
+    rows.sort(key=lambda r: (r["level"], _number(Path(r["problem"]))))
+    checked = any("status" in c for r in rows for c in r["candidates"])
+    summary = shares(rows, checked)
+    print("\n".join(summary))
+    if out:
+        command = "python -m benchmarks.coverage " + " ".join(argv or sys.argv[1:])
+        out.write_text(f"`{command}`\n\n" + "\n".join(f"- {s}" for s in summary)
+                       + "\n\n" + table(rows, checked) + "\n")  # fmt: skip
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("kb_dir", type=Path)
+    parser.add_argument("kb_dir", type=Path, nargs="?")
     parser.add_argument("--levels", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--only", nargs="*", help="problem file stems (or their number prefix)")
     parser.add_argument("--check", action="store_true", help="check each candidate (slow)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds a check")
     parser.add_argument("--out", type=Path, help="write the table and shares here (markdown)")
     parser.add_argument("--json", type=Path, help="write every row here")
+    parser.add_argument("--rows", type=Path, nargs="+",
+                        help="no survey: the shares and table of these --json files (one "
+                        "survey split over several processes)")  # fmt: skip
     args = parser.parse_args(argv)
+    if args.rows:
+        return _render(args.rows, args.out, argv)
+    if args.kb_dir is None:
+        print("coverage: give KB_DIR (KernelBench's folder) or --rows FILE...", file=sys.stderr)
+        return 2
     try:
         todo = problems(args.kb_dir, args.levels)
     except BadInput as exc:

@@ -2,6 +2,7 @@
 traced, matched and checked through the product's freeze, trace and harness."""
 
 import ast
+import json
 
 import pytest
 
@@ -47,3 +48,21 @@ def test_a_folder_without_levels_is_one_line_and_exit_2(tmp_path, capsys):
 @pytest.mark.parametrize("value", [17, 32, 33, 64, 1000, 4095])
 def test_small_is_small(value):
     assert coverage.small(value) <= 63 and coverage.small(value) % 32 == value % 32
+
+
+def test_rows_of_a_split_survey_render_as_one(tmp_path):
+    rows = [
+        {"level": 2, "problem": "10_b", "calls": ["relu"], "matches": ["elementwise+relu"],
+         "notes": [], "candidates": [{"name": "t-x", "status": "PASSED"}], "libraries": [],
+         "passed": ["t-x"]},
+        {"level": 1, "problem": "9_a", "calls": ["conv2d"], "matches": [], "notes": ["why"],
+         "candidates": [], "libraries": [], "passed": []},
+    ]  # fmt: skip
+    a, b, out = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "c.md"
+    a.write_text(json.dumps(rows[:1]))
+    b.write_text(json.dumps(rows[1:]))
+    assert coverage.main(["--rows", str(a), str(b), "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "- all: 1 of 2 matched, 1 with a candidate, 1 with one that passes (50%)" in text
+    assert text.index("| 1 | 9_a |") < text.index("| 2 | 10_b |")
+    assert coverage.main(["--rows", str(tmp_path / "missing.json")]) == 2
