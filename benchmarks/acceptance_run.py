@@ -28,6 +28,13 @@ ORDER = (
     "gemm_bias_gelu",
     "conv_relu_bias",
     "softmax_small",
+    # KernelBench-shaped problems of issue #43 (fp32 GEMMs, a fused epilogue, a long row,
+    # fp32 attention); `layernorm` above is its few-row LayerNorm over three dims
+    "gemm_fp32_square",
+    "bmm_fp32",
+    "gemm_scale_leaky_relu",
+    "softmax_long_row",
+    "attention_fp32_hd128",
     # the shipped examples, as a user runs them: a Triton kernel, a Triton GEMM, CUDA C++
     "examples/softmax_triton",
     "examples/gemm_bias_gelu",

@@ -120,6 +120,10 @@ def freeze(
         # above is not read either.
         shutil.copytree(src_dir, staging / "baseline_src", ignore=IGNORED, symlinks=True)
         refuse_links(staging / "baseline_src")
+        # The sources were staged in a mkdtemp directory (0700) that copytree copies the mode
+        # of; the box's uid (nobody, when we are root) must read them. Only the sandboxed
+        # oracle probe opened it up before, so a freeze without the probe failed its baseline.
+        (staging / "baseline_src").chmod(0o755)
         _write_json(staging / "spec.json", spec.model_dump(mode="json"))
         _write_json(staging / "fingerprint.json", fingerprint())
         measure = measure or measure_baseline

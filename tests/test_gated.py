@@ -57,7 +57,8 @@ def test_an_activation_read_twice_is_not_fused(tmp_path):
     found, _ = find(traced(_problem(tmp_path, "twice", "F.silu(x) * x + F.silu(x)")))
     assert [m.label for m in found] == ["swiglu"]  # only the silu read once by a product
     found, _ = find(traced(_problem(tmp_path, "reuse", "(lambda g: g * x + g)(F.silu(x))")))
-    assert found == []
+    # not gated; the whole reference is one elementwise region of x (tests/test_match_kernelbench)
+    assert [(m.op, m.how) for m in found] == [("elementwise", "whole")]
 
 
 GATED = [{"BLOCK_M": 2, "BLOCK_N": 128, "num_warps": 1}, {"BLOCK_M": 16, "BLOCK_N": 128}]

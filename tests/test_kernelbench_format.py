@@ -172,3 +172,10 @@ def test_a_check_of_a_mismatched_constructor_says_one_line_and_no_traceback(tmp_
     assert verdict.status is Status.COMPILE_ERROR
     assert "ModelNew(features) does not match" in verdict.reason and "\n" not in verdict.reason
     assert "Traceback" not in verdict.output_tail, verdict.output_tail
+
+
+def test_freeze_without_the_oracle_probe_can_read_its_sources(tmp_path):
+    """The staged sources' mkdtemp mode (0700) was opened to the box only by the probe's sandbox
+    call: a freeze without it failed its own baseline check where the box runs as nobody."""
+    task = freeze(KB / "matmul_gelu.py", tmp_path / "t", other_sizes=False, probe_oracle=False)
+    assert load_task(task)[2].workloads["default"].status is Status.PASSED

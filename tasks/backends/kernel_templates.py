@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import shutil
 from pathlib import Path
 
-from tasks.backends import wrappers
+from tasks.backends import pointwise, wrappers
 from tasks.backends.base import BuildContext, write_candidate
 from tasks.backends.match import Match
 from tasks.models.plan import CandidateRef
@@ -28,12 +29,25 @@ TEMPLATE = {
     "cross_entropy": "rowwise.py.j2",
     "layer_norm": "norm.py.j2",
     "rms_norm": "norm.py.j2",
+    "group_norm": "norm.py.j2",
+    "batch_norm": "batch_norm.py.j2",
+    "instance_norm": "norm.py.j2",
     "linear": "linear.py.j2",
+    "matmul": "gemm.py.j2",
+    "elementwise": "pointwise.py.j2",
+    "conv_epilogue": "pointwise.py.j2",
     "sum": "reduce.py.j2",
     "mean": "reduce.py.j2",
     "amax": "reduce.py.j2",
     "amin": "reduce.py.j2",
+    "prod": "reduce.py.j2",
+    "argmax": "reduce.py.j2",
+    "argmin": "reduce.py.j2",
+    "max_dim": "reduce.py.j2",
+    "min_dim": "reduce.py.j2",
     "cumsum": "scan.py.j2",
+    "softmax_dim": "softmax_dim.py.j2",
+    "log_softmax_dim": "softmax_dim.py.j2",
     "scaled_dot_product_attention": "attention.py.j2",
     "swiglu": "gated.py.j2",
     "geglu": "gated.py.j2",
@@ -51,6 +65,9 @@ ROW_LIMIT = 32768  # widest row a "row" (in-registers) variant holds
 
 
 def _widest(match: Match) -> int:
+    """The longest row the op reads: a norm's over several trailing dims is their product."""
+    if "row" in match.params:
+        return match.params["row"]
     return max((s[-1] for s in match.shapes.values() if s), default=1)
 
 
@@ -58,29 +75,44 @@ def space(match: Match, vendor: str = "nvidia") -> tuple[Space, dict]:
     """The configuration space of the match's template on this vendor, and its default point."""
     warps, stages = Param("num_warps", (1, 2, 4, 8, 16)), Param("num_stages", (1, 2, 3, 4))
     n = _widest(match)
-    if match.op in ("softmax", "log_softmax", "cross_entropy", "layer_norm", "rms_norm", "cumsum"):
+    rows = ("softmax", "log_softmax", "cross_entropy", "cumsum")
+    if match.op in rows + ("layer_norm", "rms_norm", "group_norm", "instance_norm"):
         rowwise = match.op in ("softmax", "log_softmax", "cross_entropy")
         passes = (
             ("row", "online", "max_sum")
             if rowwise
             else ("row", "chunked")
             if match.op == "cumsum"
-            else ("row", "looped")
+            else ("row", "looped", "split")
         )
         params = [Param("passes", passes), Param("BLOCK_N", (256, 512, 1024, 2048, 4096)),
                   warps, stages, Param("persistent", (False, True))]  # fmt: skip
+        split = "split" in passes
+        if split:  # programs a row in the two-phase variant
+            params.append(Param("SPLIT", (4, 16, 64, 256)))
 
         def rule(c):
             if c["passes"] == "row" and n > ROW_LIMIT:
                 return f"a row of {n} does not fit in registers"
             if c["passes"] == "row" and c["BLOCK_N"] != 1024:
                 return "the row variant takes the whole row: BLOCK_N is not its parameter"
+            if split and c["passes"] != "split" and c["SPLIT"] != 16:
+                return "SPLIT is the split variant's parameter"
+            if c["passes"] == "split" and c["persistent"]:
+                return "the split variant's grid is rows x SPLIT: persistent is not its parameter"
             return None
 
         one = n <= 8192
         default = {"passes": "row" if one else passes[1], "BLOCK_N": 1024,
                    "num_warps": 4 if n <= 1024 else 8 if n <= 4096 else 16, "num_stages": 1,
                    "persistent": False}  # fmt: skip
+        if split:
+            # few long rows (a LayerNorm of 16 rows of 4M): one program a row idles the GPU
+            many = max((math.prod(s) // max(n, 1) for s in match.shapes.values() if s), default=1)
+            few_long = many < 128 and n >= 65536
+            default.update(
+                passes="split" if few_long else default["passes"], SPLIT=64 if few_long else 16
+            )
         return Space(params, rule), default
     if match.op in ("swiglu", "geglu"):  # elementwise: a tile of rows x columns a program
         params = [Param("BLOCK_M", (1, 2, 4, 8, 16)), Param("BLOCK_N", (128, 256, 512, 1024)),
@@ -100,7 +132,15 @@ def space(match: Match, vendor: str = "nvidia") -> tuple[Space, dict]:
         default = {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "num_stages": 2,
                    "precision": params[-1].values[0]}  # fmt: skip
         return Space(params), default
-    if match.op == "linear":
+    if match.op == "batch_norm":  # one program a channel, chunks of BLOCK
+        params = [Param("BLOCK", (256, 512, 1024, 2048, 4096)), Param("num_warps", (1, 2, 4, 8, 16)),
+                  Param("num_stages", (1, 2))]  # fmt: skip
+        return Space(params), {"BLOCK": 1024, "num_warps": 4, "num_stages": 1}
+    if match.op in ("elementwise", "conv_epilogue"):
+        params = [Param("BLOCK", (256, 512, 1024, 2048, 4096)), Param("num_warps", (1, 2, 4, 8)),
+                  Param("num_stages", (1,))]  # fmt: skip
+        return Space(params), {"BLOCK": 1024, "num_warps": 4, "num_stages": 1}
+    if match.op in ("linear", "matmul"):
         params = [Param("BLOCK_M", (32, 64, 128)), Param("BLOCK_N", (32, 64, 128, 256)),
                   Param("BLOCK_K", (16, 32, 64)), Param("GROUP_M", (1, 8)),
                   Param("num_warps", (4, 8)), Param("num_stages", (2, 3, 4)),
@@ -114,6 +154,10 @@ def space(match: Match, vendor: str = "nvidia") -> tuple[Space, dict]:
         default = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 4,
                    "num_stages": 3, "precision": params[-1].values[0]}  # fmt: skip
         return Space(params, rule), default
+    if match.op in ("softmax_dim", "log_softmax_dim"):  # R rows walked, BLOCK_I columns a program
+        params = [Param("BLOCK_R", (4, 8, 16, 32)), Param("BLOCK_I", (32, 64, 128, 256)),
+                  Param("num_warps", (1, 2, 4, 8)), stages]  # fmt: skip
+        return Space(params), {"BLOCK_R": 8, "BLOCK_I": 128, "num_warps": 4, "num_stages": 1}
     params = [Param("BLOCK_R", (16, 64, 256, 1024)), Param("BLOCK_I", (1, 16, 64, 256)),
               Param("num_warps", (1, 2, 4, 8)), stages]  # fmt: skip
 
@@ -133,10 +177,15 @@ def describe(who: str, match: Match, config: dict) -> str:
 
 
 def epilogue_steps(match: Match) -> list[str]:
+    """The template's epilogue statements over its fp32 accumulator `acc`: a traced elementwise
+    region's lines (tasks/backends/pointwise.py), or one line per named activation."""
+    epilogue = match.params.get("epilogue", [])
+    if any("line" in e for e in epilogue):
+        return pointwise.statements(epilogue)
     steps = []
-    for e in match.params.get("epilogue", []):
+    for e in epilogue:
         name = "gelu_tanh" if e.get("approximate") == "tanh" else e["fn"]
-        steps.append(_EPILOGUE[name])
+        steps.append(f"acc = {_EPILOGUE[name]}")
     return steps
 
 
@@ -172,11 +221,14 @@ def config_name(match: Match, config: dict) -> str:
 
 
 def _whole_wrapper(ctx: BuildContext, entry: str, match: Match, origin: str) -> str:
-    """The template called on the reference's own inputs (a hand-written rms_norm graph)."""
+    """The template called on the reference's own inputs (a hand-written rms_norm graph, an
+    elementwise-only reference)."""
     symbol, name = entry.partition(":")[2], ctx.candidate_symbol
     x, w = match.reads[0], (match.reads[1] if len(match.reads) > 1 else None)
     call = (
-        f"_impl.rms_norm(args[{x[2:]}], (args[{x[2:]}].shape[-1],), "
+        f"_impl.elementwise(args[{x[2:]}])"
+        if match.op == "elementwise"
+        else f"_impl.rms_norm(args[{x[2:]}], (args[{x[2:]}].shape[-1],), "
         f"{f'args[{w[2:]}]' if w else 'None'}, {match.params['eps']!r})"
     )
     head = wrappers.prelude(entry, origin) + "\n_impl = _load('impl.py', _FROZEN.parent)\n"

@@ -35,6 +35,13 @@ def gpu_vendor() -> str | None:
     return "amd" if getattr(torch.version, "hip", None) else "nvidia"
 
 
+def _last_dim_only(m: Match) -> bool:
+    """The shims normalise the last dimension only: a norm over several trailing dims (its
+    row longer than the last) would be left to torch by the shim, a candidate doing nothing."""
+    last = max((s[-1] for s in m.shapes.values() if s), default=None)
+    return m.params.get("row", last) == last
+
+
 class Library(Backend):
     """Subclasses set: name, dist (the PyPI name), module (its import name), vendors it runs on,
     ops (the op classes its shim takes), IMPL (the shim's source), and whether its kernels run
@@ -75,7 +82,7 @@ class Library(Backend):
         return f"{self.dist} {self.version}: {what}"
 
     def covered(self, found: list[Match]) -> list[Match]:
-        return [m for m in found if m.op in self.ops and self.takes(m)]
+        return [m for m in found if m.op in self.ops and _last_dim_only(m) and self.takes(m)]
 
     def takes(self, match: Match) -> bool:
         """Whether the shim takes this match (a dtype or option it lacks: no)."""

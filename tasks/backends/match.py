@@ -10,12 +10,17 @@ the entire reference: the candidate is then the template called on the reference
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 
-# Unary activations a GEMM template can apply in its epilogue (torch-level function names).
-EPILOGUES = ("relu", "gelu", "sigmoid", "tanh", "silu")
+from tasks.backends import pointwise
+
+# Torch-level GEMM calls the batched GEMM template takes (its operands' shapes: _matmul_why).
+MATMULS = ("matmul", "mm", "bmm", "__matmul__")
+# Convolutions stay torch's (cuDNN's); the elementwise region after one becomes one kernel.
+CONVS = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d")
 FLOAT_DTYPES = ("float32", "float16", "bfloat16")
-REDUCTIONS = ("sum", "mean", "amax", "amin")
+REDUCTIONS = ("sum", "mean", "amax", "amin", "prod", "argmax", "argmin")
 # Gated activations: act(a) * b, the op class named after its activation (SwiGLU, GeGLU).
 GATES = {"silu": "swiglu", "gelu": "geglu"}
 MULS = ("mul", "__mul__", "__rmul__")
@@ -71,20 +76,31 @@ def _route_match(calls: list[dict], i: int, outputs: list[str]) -> tuple[dict | 
         return None, None
     if fn in ("softmax", "log_softmax", "cumsum"):
         dim = _arg(c, 1, "dim")
+        if fn != "cumsum" and isinstance(dim, int) and not _last_dim(dim, len(desc["shape"])):
+            # over an inner dim (a conv output's channels): columns, not rows
+            return {"op": f"{fn}_dim", "reads": [x], "params": {"dim": dim}}, None
         if not _last_dim(dim, len(desc["shape"])):
             return None, f"{fn} over dim {dim}, not the last"
         return {"op": fn, "reads": [x], "params": {"dim": -1}}, None
     if fn in ("layer_norm", "rms_norm"):
         shape = _arg(c, 1, "normalized_shape")
-        if not isinstance(shape, list) or len(shape) != 1:
-            return None, f"{fn} over {shape}: the templates normalise the last dimension only"
+        shape = [shape] if isinstance(shape, int) else shape
+        if not isinstance(shape, list) or not shape or not all(isinstance(d, int) for d in shape):
+            return None, f"{fn} over {shape}: not a list of trailing dimensions"
         weight, bias = _arg(c, 2, "weight"), _arg(c, 3, "bias") if fn == "layer_norm" else None
         eps = _arg(c, 4 if fn == "layer_norm" else 3, "eps")
         reads = [x] + [t for t in (_tensor(weight), _tensor(bias)) if t]
-        params = {"eps": eps, "has_weight": _tensor(weight) is not None}
+        params = {"eps": eps, "has_weight": _tensor(weight) is not None, "row": math.prod(shape)}
         if fn == "layer_norm":
             params["has_bias"] = _tensor(bias) is not None
         return {"op": fn, "reads": reads, "params": params}, None
+    if fn == "batch_norm":
+        w, b = _tensor(_arg(c, 3, "weight")), _tensor(_arg(c, 4, "bias"))
+        training = bool(_arg(c, 5, "training", False))
+        params = {"eps": _arg(c, 7, "eps", 1e-5), "training": training, "has_weight": w is not None}
+        return {"op": "batch_norm", "reads": [x] + [t for t in (w, b) if t], "params": params}, None
+    if fn in ("group_norm", "instance_norm"):
+        return _channel_norm(c, x, desc["shape"])
     if fn == "cross_entropy":
         if len(desc["shape"]) != 0 and _arg(c, 6, "reduction", "mean") != "none":
             return None, None
@@ -93,24 +109,23 @@ def _route_match(calls: list[dict], i: int, outputs: list[str]) -> tuple[dict | 
         return {"op": "cross_entropy", "reads": [x, _tensor(c["args"][1])],
                 "params": {"reduction": _arg(c, 6, "reduction", "mean")}}, None  # fmt: skip
     if fn == "linear":
-        epilogue, out = [], c["out"][0]
-        for nxt in calls[i + 1 :]:
-            if nxt["fn"] not in EPILOGUES or not nxt["args"] or _tensor(nxt["args"][0]) != out:
-                break
-            if _uses(calls, out) != 1 or out in outputs:
-                break
-            approx = nxt["kwargs"].get(
-                "approximate", nxt["args"][1] if len(nxt["args"]) > 1 else "none"
-            )
-            epilogue.append(
-                {"fn": nxt["fn"], "approximate": approx}
-                if nxt["fn"] == "gelu"
-                else {"fn": nxt["fn"]}
-            )
-            out = nxt["out"][0]
+        epilogue = _epilogue(calls, i, outputs)
         w, b = _tensor(c["args"][1]), _tensor(_arg(c, 2, "bias"))
         return {"op": "linear", "reads": [x, w] + ([b] if b else []),
                 "params": {"epilogue": epilogue, "has_bias": b is not None}}, None  # fmt: skip
+    if fn in CONVS:
+        epilogue = _epilogue(calls, i, outputs)
+        if not epilogue:
+            return None, f"{fn} with no elementwise region after it (no convolution template)"
+        return {"op": "conv_epilogue", "reads": [x], "params": {"epilogue": epilogue, "fn": fn}}, None  # fmt: skip
+    if fn in MATMULS:
+        y = _tensor(_arg(c, 1, "other", _arg(c, 1, "mat2")))
+        shapes = [_shape_of(calls, t, c) for t in (x, y)]
+        why = _matmul_why(shapes)
+        if why:
+            return None, f"{fn} of {shapes[0]} and {shapes[1]}: {why}"
+        return {"op": "matmul", "reads": [x, y],
+                "params": {"epilogue": _epilogue(calls, i, outputs), "fn": fn}}, None  # fmt: skip
     if fn == "scaled_dot_product_attention":
         if _arg(c, 3, "attn_mask") is not None or _arg(c, 4, "dropout_p", 0.0):
             return None, "attention with a mask or dropout: the template takes neither"
@@ -120,6 +135,10 @@ def _route_match(calls: list[dict], i: int, outputs: list[str]) -> tuple[dict | 
         return {"op": fn, "reads": reads, "params": {"is_causal": bool(_arg(c, 5, "is_causal", False))}}, None  # fmt: skip
     if fn in GATES:
         return _gated(calls, i, outputs)
+    if fn in ("max", "min") and isinstance(_arg(c, 1, "dim"), int) and len(c["out"]) == 2:
+        # torch.max(x, dim): (values, indices); torch.max(a, b) is elementwise, not this
+        keepdim = bool(_arg(c, 2, "keepdim", False))
+        return {"op": f"{fn}_dim", "reads": [x], "params": {"dim": _arg(c, 1, "dim"), "keepdim": keepdim}}, None  # fmt: skip
     if fn in REDUCTIONS:
         dim = _arg(c, 1, "dim")
         if dim is None or (isinstance(dim, list) and len(dim) != 1):
@@ -127,6 +146,72 @@ def _route_match(calls: list[dict], i: int, outputs: list[str]) -> tuple[dict | 
         dim = dim[0] if isinstance(dim, list) else dim
         return {"op": fn, "reads": [x], "params": {"dim": dim, "keepdim": bool(_arg(c, 2, "keepdim", False))}}, None  # fmt: skip
     return None, None
+
+
+def _channel_norm(c: dict, x: str, shape: list[int]) -> tuple[dict | None, str | None]:
+    """GroupNorm (each sample's group of channels a row) and InstanceNorm (each sample's
+    channel a row, statistics of the input): the norm template over those rows."""
+    fn = c["fn"]
+    if fn == "group_norm":
+        groups, w, b = _arg(c, 1, "num_groups"), _arg(c, 2, "weight"), _arg(c, 3, "bias")
+        eps = _arg(c, 4, "eps", 1e-5)
+        if not isinstance(groups, int) or len(shape) < 2 or shape[1] % groups:
+            return None, f"group_norm of {shape} in {groups} groups"
+        row = shape[1] // groups * math.prod(shape[2:])
+    else:
+        w, b, eps = _arg(c, 3, "weight"), _arg(c, 4, "bias"), _arg(c, 7, "eps", 1e-5)
+        if not _arg(c, 5, "use_input_stats", True) or len(shape) < 3:
+            return None, "instance_norm with running statistics: not the template's"
+        row = math.prod(shape[2:])
+    reads = [x] + [t for t in (_tensor(w), _tensor(b)) if t]
+    params = {"eps": eps, "has_weight": _tensor(w) is not None, "row": row}
+    return {"op": fn, "reads": reads, "params": params}, None
+
+
+def _epilogue(calls: list[dict], i: int, outputs: list[str]) -> list[dict]:
+    """The elementwise region that follows call i on its output, as template steps."""
+    steps = pointwise.region(calls, i + 1, calls[i]["out"][0], outputs)
+    return [{"fn": s["fn"], "line": s["line"]} for s in steps]
+
+
+def _elementwise_whole(calls: list[dict], outputs: list[str]) -> tuple[dict | None, str | None]:
+    """A reference that is one elementwise region of one input (relu, `x * sigmoid(x)`, a
+    hand-written GELU): (the match, None), or (None, why not) when it starts as one."""
+    work = [j for j, c in enumerate(calls) if not c["fn"].startswith("_")]  # not grad mode
+    if not work or len(outputs) != 1:
+        return None, None
+    head = calls[work[0]]
+    root = next((a["t"] for a in head["args"] if isinstance(a, dict) and "t" in a), None)
+    if root is None or not root.startswith("in") or pointwise.step(head, {root: "v0"}) is None:
+        return None, None
+    steps = pointwise.region(calls, work[0], root, [], chained=False)
+    if len(steps) != len(work) or steps[-1]["out"] != outputs[0]:
+        stop = calls[work[len(steps)]]["fn"] if len(steps) < len(work) else "an output"
+        return None, f"elementwise {'+'.join(s['fn'] for s in steps)} up to {stop}, not the whole"
+    lines = [{"fn": s["fn"], "line": s["line"]} for s in steps]
+    return {"op": "elementwise", "reads": [root], "params": {"epilogue": lines}}, None
+
+
+def _shape_of(calls: list[dict], label: str | None, before: dict) -> list[int] | None:
+    """The shape of a traced tensor from the call log (its producer's out_desc), or None for an
+    input or parameter (their shapes are the workload's, read in `find`)."""
+    for c in calls:
+        if c is before:
+            break
+        if label in c["out"]:
+            return c["out_desc"][c["out"].index(label)]["shape"]
+    return None
+
+
+def _matmul_why(shapes: list) -> str | None:
+    """None when the batched GEMM template takes operands of these shapes (None: an input,
+    checked by the template at run time), else why not."""
+    known = [s for s in shapes if s is not None]
+    if any(len(s) < 2 for s in known):
+        return "a vector operand (the template takes matrices and batches of them)"
+    if any(len(s) > 3 for s in known[1:]):
+        return "a batched right operand of more than 3 dims"
+    return None
 
 
 def _gated(calls: list[dict], i: int, outputs: list[str]) -> tuple[dict | None, str | None]:
@@ -234,11 +319,16 @@ def find(trace: dict) -> tuple[list[Match], list[str]]:
             found.append((fields, i, "route"))
     found += [(f, None, "route") for f in _linear_ce(calls, outputs)]
     whole = _rms_whole(first.get("aten", []))
+    if not found and not whole:
+        whole, why = _elementwise_whole(calls, outputs)
+        notes += [why] if why else []
     if whole:  # the whole graph is the op: its parts (the mean inside) are not matches
         found = [(whole, None, "whole")]
     matches = []
-    for fields, _, how in found:
+    for fields, i, how in found:
         descs = {n: _desc_of(w, fields["reads"][0]) for n, w in loads.items()}
+        if i is not None and not all(descs.values()):  # an unlabeled operand (A.T: a property)
+            descs = {n: w["calls"][i]["out_desc"][0] for n, w in loads.items()}
         if fields["op"] in GATES.values() and not _same_shape(loads, fields["reads"]):
             notes.append(f"{fields['op']}: its two operands differ in shape (a broadcast)")
             continue

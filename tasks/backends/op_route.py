@@ -7,11 +7,20 @@ it does not take that call (a dtype, layout or option it lacks), and then torch 
 before. Everything the reference does besides the matched op stays torch.
 
     softmax(x, dim) / log_softmax(x, dim)
+    softmax_dim(x, dim) / log_softmax_dim(x, dim)    over a dim that is not the last
     layer_norm(x, normalized_shape, weight, bias, eps)
     rms_norm(x, normalized_shape, weight, eps)
+    group_norm(x, num_groups, weight, bias, eps)
+    batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps)
+    instance_norm(x, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
     cross_entropy(logits, target, reduction)
     linear(x, w, bias)                 (the matched epilogue applied inside; deferred as below)
-    sum / mean / amax / amin(x, dim, keepdim)
+    matmul(a, b)                       torch.matmul / mm / bmm / @ (epilogue likewise)
+    elementwise(y)                     for conv_epilogue: the elementwise region after a
+                                       convolution (torch's), applied to its output y when
+                                       the region's first call reads it
+    sum / mean / amax / amin / prod / argmax / argmin(x, dim, keepdim)
+    max_dim / min_dim(x, dim, keepdim)   torch.max(x, dim): (values, indices)
     cumsum(x, dim)
     scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     swiglu(a, b) / geglu(a, b, approximate)   silu(a) * b / gelu(a) * b, a and b of one shape
@@ -33,10 +42,13 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 _HERE = Path(__file__).resolve().parent
-REDUCTIONS = ("sum", "mean", "amax", "amin")
+REDUCTIONS = ("sum", "mean", "amax", "amin", "prod", "argmax", "argmin")
 # Ops of two calls, fused: the first call's name (its output read by the second only).
 DEFERRED = {"swiglu": "silu", "geglu": "gelu", "linear_cross_entropy": "linear"}
 MULS = ("mul", "__mul__", "__rmul__")
+MATMULS = ("matmul", "mm", "bmm", "__matmul__")
+GEMMS = ("linear", "matmul")  # a GEMM whose epilogue is fused: deferred to its first step
+CONVS = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d")
 # Calls that read a tensor's metadata only: a placeholder answers them as it is.
 _META = ("__get__", "__set__", "size", "dim", "numel", "stride", "is_contiguous")
 
@@ -50,6 +62,8 @@ def operands(op: str, fn: str, args, kwargs):
     if not args or not isinstance(args[0], torch.Tensor):
         return None
     x = args[0]
+    if op in ("softmax_dim", "log_softmax_dim") and fn == op[:-4]:
+        return None if kwargs.get("dtype") is not None else (x, _arg(args, kwargs, 1, "dim"))
     if op in ("softmax", "log_softmax", "cumsum") and fn == op:
         if kwargs.get("dtype") is not None:
             return None
@@ -61,6 +75,21 @@ def operands(op: str, fn: str, args, kwargs):
     if op == "rms_norm" and fn == "rms_norm":
         shape = _arg(args, kwargs, 1, "normalized_shape")
         return (x, tuple(shape), _arg(args, kwargs, 2, "weight"), _arg(args, kwargs, 3, "eps"))
+    if op == "batch_norm" and fn == "batch_norm":
+        names = ("running_mean", "running_var", "weight", "bias", "training", "momentum", "eps")
+        defaults = (None, None, None, None, False, 0.1, 1e-5)
+        return (
+            x,
+            *[_arg(args, kwargs, 1 + i, n, d) for i, (n, d) in enumerate(zip(names, defaults))],
+        )
+    if op == "group_norm" and fn == "group_norm":
+        return (x, _arg(args, kwargs, 1, "num_groups"), _arg(args, kwargs, 2, "weight"),
+                _arg(args, kwargs, 3, "bias"), _arg(args, kwargs, 4, "eps", 1e-5))  # fmt: skip
+    if op == "instance_norm" and fn == "instance_norm":
+        names = ("running_mean", "running_var", "weight", "bias", "use_input_stats", "momentum")
+        defaults = (None, None, None, None, True, 0.1)
+        rest = [_arg(args, kwargs, 1 + i, n, d) for i, (n, d) in enumerate(zip(names, defaults))]
+        return (x, *rest, _arg(args, kwargs, 7, "eps", 1e-5))
     if op == "cross_entropy" and fn == "cross_entropy":
         plain = (
             _arg(args, kwargs, 2, "weight") is None
@@ -72,11 +101,21 @@ def operands(op: str, fn: str, args, kwargs):
         return (x, args[1], _arg(args, kwargs, 6, "reduction", "mean")) if plain else None
     if op == "linear" and fn == "linear":
         return (x, args[1], _arg(args, kwargs, 2, "bias"))
+    if op == "matmul" and fn in MATMULS:
+        b = _arg(args, kwargs, 1, "other", _arg(args, kwargs, 1, "mat2"))
+        return (x, b) if isinstance(b, torch.Tensor) and not kwargs.get("out") else None
     if op == "scaled_dot_product_attention" and fn == op and len(args) >= 3:
         names = ("attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
         defaults = (None, 0.0, False, None, False)
         rest = [_arg(args, kwargs, 3 + i, n, d) for i, (n, d) in enumerate(zip(names, defaults))]
         return (x, args[1], args[2], *rest)
+    if op in ("max_dim", "min_dim") and fn == op[:3]:
+        dim = _arg(args, kwargs, 1, "dim")
+        return (
+            (x, dim, bool(_arg(args, kwargs, 2, "keepdim", False)))
+            if isinstance(dim, int)
+            else None
+        )
     if op in REDUCTIONS and fn == op:
         dim = _arg(args, kwargs, 1, "dim")
         if kwargs.get("dtype") is not None or dim is None:
@@ -102,6 +141,9 @@ def _placeholder(fn: str, args) -> torch.Tensor:
     """The first call's output, uncomputed: the shape and dtype it would have."""
     if fn == "linear":
         return args[0].new_empty((*args[0].shape[:-1], args[1].shape[0]))
+    if fn in MATMULS:
+        shape = torch.matmul(args[0].to("meta"), args[1].to("meta")).shape
+        return args[0].new_empty(shape)
     return torch.empty_like(args[0])
 
 
@@ -115,7 +157,7 @@ def deferred_operands(op: str, first: tuple, extra: tuple, ph, fn: str, args, kw
         a = first[0]
         ok = isinstance(other, torch.Tensor) and other is not ph and other.shape == a.shape
         return (a, other, *extra) if ok else None
-    if op == "linear":  # extra: (the epilogue's calls, the GEMM's operands)
+    if op in GEMMS:  # extra: (the epilogue's calls, the GEMM's operands)
         ok = args and args[0] is ph and fn == extra[0][0]
         return extra[1] if ok else None
     if op == "linear_cross_entropy" and args and args[0] is ph:
@@ -152,6 +194,7 @@ class Route(TorchFunctionMode):
                 Route.impls[name] = _load_impl(name)
         self._pending: dict[int, tuple[torch.Tensor, list[str]]] = {}
         self._gates: dict[int, tuple] = {}  # placeholder id -> (it, activation call, op, impl)
+        self._convs: dict[int, tuple] = {}  # a convolution's output id -> (it, region, impl)
 
     def _gated(self, func, fn, args, kwargs):
         """A deferred op's fused result, or None after filling any placeholder the call reads."""
@@ -164,7 +207,7 @@ class Route(TorchFunctionMode):
             if out is not None:
                 self._gates.pop(id(ph))
                 Route.engaged += 1
-                if op == "linear" and extra[0][1:]:  # the epilogue's later calls: answered
+                if op in GEMMS and extra[0][1:]:  # the epilogue's later calls: answered
                     self._pending[id(out)] = (out, list(extra[0][1:]))
                 return out
         for ph in held:  # any other use: the first call's real output, computed now
@@ -173,28 +216,54 @@ class Route(TorchFunctionMode):
                 ph.copy_(first_func(*first_args, **first_kwargs))
         return None
 
+    def _conv_region(self, fn, args):
+        """The region's result when this call is its first on a convolution's output; any other
+        reader finds that output as torch made it."""
+        held = [a for a in args if isinstance(a, torch.Tensor) and id(a) in self._convs]
+        for y in held:
+            _, region, name = self._convs.pop(id(y))
+            if fn == region[0] and args[0] is y:
+                out = Route.impls[name].elementwise(y)
+                if out is not None:
+                    Route.engaged += 1
+                    if region[1:]:
+                        self._pending[id(out)] = (out, region[1:])
+                    return out
+        return None
+
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         fn = getattr(func, "__name__", "")
-        first = args[0] if args else None
         if self._gates and fn not in _META:
             out = self._gated(func, fn, args, kwargs)
             if out is not None:
                 return out
-        if isinstance(first, torch.Tensor) and id(first) in self._pending:
-            out, left = self._pending.pop(id(first))
-            if out is first and left and fn == left[0]:
+        # An epilogue step reads the fused result, first or not (`g * sigmoid(g)`: mul(g, s)).
+        held = next(
+            (a for a in args if isinstance(a, torch.Tensor) and id(a) in self._pending), None
+        )
+        if held is not None:
+            out, left = self._pending.pop(id(held))
+            if out is held and left and fn == left[0]:
                 if left[1:]:
                     self._pending[id(out)] = (out, left[1:])
                 return out
+        if self._convs and fn not in _META:
+            out = self._conv_region(fn, args)
+            if out is not None:
+                return out
         for op, epilogue, name in self.routes:
+            if op == "conv_epilogue" and fn in CONVS and epilogue:
+                y = func(*args, **kwargs)  # torch's convolution; its region is the template's
+                self._convs[id(y)] = (y, list(epilogue), name)
+                return y
             extra = gate(op, fn, args, kwargs)
             if extra is not None:  # the product that reads it decides (see _gated)
                 ph = _placeholder(fn, args)
                 self._gates[id(ph)] = (func, args, kwargs, extra, op, name)
                 return ph
             ops = operands(op, fn, args, kwargs)
-            if ops is not None and op == "linear" and epilogue:
+            if ops is not None and op in GEMMS and epilogue:
                 # deferred too: only a GEMM whose output meets the epilogue's first call gets
                 # the fused kernel (another F.linear in the reference must not get the epilogue)
                 ph = _placeholder(fn, args)

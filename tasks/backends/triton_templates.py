@@ -55,7 +55,7 @@ def templated(found: list[Match]) -> list[Match]:
 def main_match(found: list[Match]) -> Match | None:
     """The match a lane tunes: a GEMM (the compute) when there is one, else the first."""
     found = templated(found)
-    return next((m for m in found if m.op == "linear"), found[0] if found else None)
+    return next((m for m in found if m.op in ("linear", "matmul")), found[0] if found else None)
 
 
 class TritonTemplates(Backend):

@@ -1,0 +1,34 @@
+"""KernelBench level-2 #12 shape: an fp32 nn.Linear, then a scale and a leaky ReLU: the GEMM
+template with the traced elementwise region (x * multiplier, leaky_relu) fused into its
+epilogue, one kernel and one write of the output."""
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, in_features, out_features, multiplier, negative_slope):
+        super().__init__()
+        self.gemm = nn.Linear(in_features, out_features)
+        self.multiplier = multiplier
+        self.leaky_relu = nn.LeakyReLU(negative_slope)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.gemm(x)
+        x = x * self.multiplier
+        return self.leaky_relu(x)
+
+
+batch_size = 1024
+in_features = 8192
+out_features = 8192
+multiplier = 2.0
+negative_slope = 0.1
+
+
+def get_inputs():
+    return [torch.randn(batch_size, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, out_features, multiplier, negative_slope]
