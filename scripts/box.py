@@ -243,7 +243,7 @@ def unreadable(paths) -> tuple[str, str] | None:
             mode = os.stat(path).st_mode
         except OSError:
             continue
-        wanted = 0o005 if os.path.isdir(path) else 0o004
+        wanted = 0o001 if os.path.isdir(path) else 0o004  # a directory: entered by name
         if mode & wanted != wanted:
             return path, (
                 f"is not readable by the box's user (uid {BOX_UID}, mode {mode & 0o777:o}): "

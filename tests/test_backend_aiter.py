@@ -64,6 +64,7 @@ dims = { T = 256 }
 @pytest.fixture(scope="module")
 def mlp_task(tmp_path_factory):
     src = tmp_path_factory.mktemp("mlp")
+    src.chmod(0o755)  # a user's kernel directory: the box's uid reads it (box.unreadable)
     (src / "kernel.py").write_text(OP)
     (src / "op.toml").write_text(TOML)
     return freeze(src, tmp_path_factory.mktemp("tasks") / "mlp")

@@ -4,6 +4,7 @@ ends; on a CPU-only host nothing starts early (the freeze's timing would share i
 Each case in a fresh interpreter with no Prefect API configured, as `bakeoff run` starts."""
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -126,4 +127,8 @@ def test_the_flows_checks_fork_from_the_server_warmed_beside_the_freeze(tmp_path
     )
     # the checks' server is the one warmed beside the freeze (a sandboxed trace of the reference,
     # where Discover makes one, forks from a server of its own: no compiler, another environment)
-    assert "status 0 at freeze [1] check servers 1" in done.stderr, done.stderr[-3000:]
+    # on a CPU host the frozen baseline is timed again once the servers started beside its first
+    # freeze (tasks/check/quiet_baseline.py): one check server at each freeze
+    assert re.search(r"status 0 at freeze \[1(, 1)*\] check servers 1", done.stderr), done.stderr[
+        -3000:
+    ]

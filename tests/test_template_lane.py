@@ -28,4 +28,6 @@ def test_triton_lane_tunes_the_rmsnorm_template(frozen_rmsnorm, tmp_path, monkey
         assert r.candidate.params["how"] == "whole"  # the hand-written RMSNorm is the reference
     configs = [r.candidate.params["config"] for r in results]
     assert len({str(c) for c in configs}) == 2  # two different points of the space
-    assert {"passes", "BLOCK_N", "num_warps", "num_stages", "persistent"} == set(configs[0])
+    assert {"passes", "BLOCK_N", "num_warps", "num_stages", "persistent", "SPLIT"} == set(
+        configs[0]
+    )
