@@ -30,6 +30,11 @@ import math
 SHARE = 0.5
 FIXED_MS = 0.5
 HARNESS_TIMES = 2.0
+# On a device the candidate's process runs under the profiler (the stream audit) and the frozen
+# baseline's does not, so every launch of the harness's own work around the call costs more in
+# the candidate's: on an H100 (2026-12-06, d68e5b7) an honest RMSNorm's harness part was 3.0 ms
+# against the baseline's 1.2 ms, and twice over flagged it.
+DEVICE_HARNESS_TIMES = 4.0
 
 
 class Dealer:
@@ -98,7 +103,8 @@ def harness_part(span_ms: list[float], samples_ms: list[float]) -> tuple[float, 
     return min(parts), max(parts) - min(parts)
 
 
-def least_median(span_ms: list[float], harness_ms: float) -> float:
+def least_median(span_ms: list[float], harness_ms: float, device: bool = False) -> float:
     """The least median sample the judge's clock allows for these spans: half of the shortest
-    span left after twice the harness's part and FIXED_MS."""
-    return SHARE * (min(span_ms) - HARNESS_TIMES * harness_ms - FIXED_MS)
+    span left after the harness's part (twice it; four times on a device) and FIXED_MS."""
+    times = DEVICE_HARNESS_TIMES if device else HARNESS_TIMES
+    return SHARE * (min(span_ms) - times * harness_ms - FIXED_MS)

@@ -158,7 +158,8 @@ def _judged_clock(judge, name, measured: Timing, span_ms, record, beside, beside
     if harness is None and frozen is not None and frozen.judge_overhead_ms is not None:
         harness = (frozen.judge_overhead_ms, frozen.judge_noise_ms or 0.0)
     if harness is not None and not judge.req.freezing:
-        update["clock_least_ms"] = judge_clock.least_median(span_ms, harness[0])
+        device = measured.clock != "host"
+        update["clock_least_ms"] = judge_clock.least_median(span_ms, harness[0], device)
         update["baseline_overhead_ms"], update["baseline_noise_ms"] = harness
     return measured.model_copy(update=update)
 
