@@ -3,6 +3,7 @@ traced, matched and checked through the product's freeze, trace and harness."""
 
 import ast
 import json
+import os
 
 import pytest
 
@@ -10,6 +11,16 @@ from benchmarks import coverage
 from tests.conftest import ROOT
 
 KB = ROOT / "tests" / "data" / "kb_coverage"
+
+
+@pytest.fixture(autouse=True)
+def environment_restored():
+    """coverage.main sets what a survey needs in os.environ (the interpreter, templates on the
+    CPU, the samples); left set, it changed later tests of the same worker (test_libraries)."""
+    saved = dict(os.environ)
+    yield
+    os.environ.clear()
+    os.environ.update(saved)
 
 
 def test_shrink_makes_module_sizes_small_and_keeps_their_residue():
