@@ -131,7 +131,7 @@ def test_the_least_median_is_half_the_shortest_span_left_after_the_harness():
     part, noise = judge_clock.harness_part([5.0, 5.2, 4.8, 9.0], [1.0, 1.1, 0.9, 1.0])
     assert part == pytest.approx(3.9) and noise == pytest.approx(8.0 - 3.9)
     least = judge_clock.least_median([9.8, 30.0, 31.0], part)
-    assert least == pytest.approx(0.5 * (9.8 - 2 * 3.9 - 0.5))
+    assert least == pytest.approx(0.5 * (9.8 - 2 * 3.9 - 2.0))
 
 
 def test_a_saved_dtype_never_reaches_a_lookup_on_torch(tmp_path):
