@@ -216,7 +216,11 @@ class Judge:
         # A quick check judges only the small workloads, all as correctness-only sizes; the
         # child still gets the whole (valid) spec and runs only the workloads it is seeded for.
         self.spec = quick_spec(self.full_spec) if request.quick else self.full_spec
-        self.seeds = [
+        self.seeds = self._fresh_seeds()
+
+    def _fresh_seeds(self) -> list[protocol.WorkloadSeeds]:
+        request = self.req
+        return [
             protocol.WorkloadSeeds(
                 name=wl.name,
                 # A size checked for correctness only (scripts/sizes.py): one trial.
@@ -230,6 +234,23 @@ class Judge:
         ]
 
     def run(self) -> Verdict:
+        """The check, once more with fresh seeds while its only fault is a median below what
+        the judge's clock allows (`CLOCK_TRIES` in all): a loaded host lengthens an honest
+        process's spans too, and a moment of it should not book a cheat. A forger's claim
+        stays below the bound however often it runs; what any run reports is judged whole."""
+        verdict = self._run_once()
+        retried = []
+        while len(retried) + 1 < judge_clock.CLOCK_TRIES and _only_the_clock(verdict):
+            retried.append(verdict.reason)
+            self.seeds = self._fresh_seeds()
+            verdict = self._run_once()
+        if retried:
+            verdict.harness_phases["clock_retries"] = float(len(retried))
+            if _only_the_clock(verdict):
+                verdict.reason += f" (in each of {len(retried) + 1} runs, with fresh inputs)"
+        return verdict
+
+    def _run_once(self) -> Verdict:
         before = snapshot(self.task)
         sandbox.protect_self()
         sandbox.become_subreaper()
@@ -467,6 +488,18 @@ class Judge:
                 )
                 verdicts.append(_spent(verdict, record, ran[i]))
         return verdicts
+
+
+def _only_the_clock(verdict: Verdict) -> bool:
+    """Whether the judge's clock bound (scripts/verify.py) is all that failed this verdict."""
+    failed = [w for w in verdict.workloads if w.status is not Status.PASSED]
+    return bool(failed) and all(
+        w.status is Status.FLAGGED
+        and w.timing is not None
+        and w.timing.clock_least_ms is not None
+        and w.timing.median_ms < w.timing.clock_least_ms
+        for w in failed
+    )
 
 
 def quick_spec(spec: OpSpec) -> OpSpec:

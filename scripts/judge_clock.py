@@ -30,6 +30,10 @@ import math
 SHARE = 0.5
 FIXED_MS = 2.0  # a wake-up or preemption the shortest span can still hold on a loaded host
 HARNESS_TIMES = 2.0
+# A check whose only fault is a median below the bound runs again with fresh seeds, up to this
+# many runs in all (scripts/judge.py): on the project's CI at 4adde2d (two test workers on 2
+# cores) one honest candidate in a suite's run still read below it.
+CLOCK_TRIES = 3
 # On a device the candidate's process runs under the profiler (the stream audit) and the frozen
 # baseline's does not, so every launch of the harness's own work around the call costs more in
 # the candidate's: on an H100 (2026-12-06, d68e5b7) an honest RMSNorm's harness part was 3.0 ms

@@ -1,9 +1,9 @@
 """class: the candidate writes its own clock.
 
-Correct, but sleeps 3 ms in every call. It sends its own end-of-sample lines on the harness's
+Correct, but sleeps 10 ms in every call. It sends its own end-of-sample lines on the harness's
 channel ahead of the harness's, and at exit shrinks the samples in its results files to 0.01 ms.
 Outcome: FLAGGED: the judge's own clock (the span from dealing a sample's inputs to its
-outputs' projections) does not allow the reported samples.
+outputs' projections) does not allow the reported samples, in each of the judge's runs.
 """
 
 import atexit
@@ -30,5 +30,5 @@ atexit.register(shrink)
 
 
 def rmsnorm(x, weight, eps=1e-6):
-    time.sleep(0.003)
+    time.sleep(0.010)
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight

@@ -1,5 +1,5 @@
 """class: the candidate writes its own clock, on a device. Correct, but keeps the device busy
-for about 2 ms in every call (torch.cuda._sleep on the caller's stream), and at exit shrinks the
+for about 10 ms in every call (torch.cuda._sleep on the caller's stream), and at exit shrinks the
 samples in its results files to 0.001 ms.
 Outcome: FLAGGED: the judge's clock (the span from dealing a sample's inputs to its outputs'
 projections) does not allow the reported samples.
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-CYCLES = int(2e-3 * 1.5e9)  # ~2 ms at a Hopper's clock
+CYCLES = int(10e-3 * 1.5e9)  # ~10 ms at a Hopper's clock
 
 
 def shrink():
