@@ -72,6 +72,28 @@ def test_a_noisy_baseline_is_retimed_a_bounded_number_of_times_and_said(
     assert (left is None) == (noisy_baseline(task) is None) == ("within bounds" in said[-1])
 
 
+def test_the_quietest_of_the_freezes_is_kept(frozen_rmsnorm, tmp_path, monkeypatch):
+    """A re-timing that comes out noisier than an earlier freeze does not replace it."""
+    monkeypatch.setenv("BAKEOFF_RETIME_TRIES", "2")
+
+    def noisier(m):
+        return [m / 20, m / 10, m, 10 * m, 20 * m]
+
+    def less_noisy(m):
+        return [m * 0.5, m * 0.6, m, 1.6 * m, 2 * m]
+
+    task = _copy(frozen_rmsnorm, tmp_path / "task", noisy)
+    made, said = [less_noisy, noisier], []
+    left = retime_while_noisy(task, lambda: _copy(frozen_rmsnorm, task, made.pop(0)), said.append)
+    assert not made and left is not None
+    kept = json.loads((task / "baseline.json").read_text())["workloads"]
+    median = next(iter(kept.values()))["median_ms"]
+    assert next(iter(kept.values()))["samples_ms"] == less_noisy(median)
+    assert "kept the quietest of the freezes" in said[-2] and "warning" in said[-1], said
+    manifest.verify(task)
+    assert not (tmp_path / "task.quietest").exists()
+
+
 def test_a_host_bound_baseline_timed_beside_the_start_up_is_timed_again(
     frozen_rmsnorm, tmp_path, monkeypatch
 ):
