@@ -17,7 +17,8 @@ from tasks.backends import pointwise
 
 # Torch-level GEMM calls the batched GEMM template takes (its operands' shapes: _matmul_why).
 MATMULS = ("matmul", "mm", "bmm", "__matmul__")
-# Convolutions stay torch's (cuDNN's); the elementwise region after one becomes one kernel.
+# Convolutions: the conv template (its epilogue fused), or torch's (cuDNN's) with the
+# elementwise region after it as one kernel.
 CONVS = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d")
 FLOAT_DTYPES = ("float32", "float16", "bfloat16")
 REDUCTIONS = ("sum", "mean", "amax", "amin", "prod", "argmax", "argmin")
@@ -67,8 +68,11 @@ def _last_dim(dim, ndim: int) -> bool:
     return isinstance(dim, int) and dim % max(ndim, 1) == ndim - 1
 
 
-def _route_match(calls: list[dict], i: int, outputs: list[str]) -> tuple[dict | None, str | None]:
-    """(match fields, None) for call i, or (None, why not) when it is an op class we know."""
+def _route_match(
+    calls: list[dict], i: int, outputs: list[str]
+) -> tuple[dict | list | None, str | None]:
+    """(match fields, None) for call i (a list of them for a convolution: two ways to take it),
+    or (None, why not) when it is an op class we know."""
     c = calls[i]
     fn, x = c["fn"], _tensor(c["args"][0]) if c["args"] else None
     desc = c["out_desc"][0] if c["out_desc"] else None
@@ -114,10 +118,7 @@ def _route_match(calls: list[dict], i: int, outputs: list[str]) -> tuple[dict | 
         return {"op": "linear", "reads": [x, w] + ([b] if b else []),
                 "params": {"epilogue": epilogue, "has_bias": b is not None}}, None  # fmt: skip
     if fn in CONVS:
-        epilogue = _epilogue(calls, i, outputs)
-        if not epilogue:
-            return None, f"{fn} with no elementwise region after it (no convolution template)"
-        return {"op": "conv_epilogue", "reads": [x], "params": {"epilogue": epilogue, "fn": fn}}, None  # fmt: skip
+        return _conv(c, x, calls, i, outputs)
     if fn in MATMULS:
         y = _tensor(_arg(c, 1, "other", _arg(c, 1, "mat2")))
         shapes = [_shape_of(calls, t, c) for t in (x, y)]
@@ -146,6 +147,23 @@ def _route_match(calls: list[dict], i: int, outputs: list[str]) -> tuple[dict | 
         dim = dim[0] if isinstance(dim, list) else dim
         return {"op": fn, "reads": [x], "params": {"dim": dim, "keepdim": bool(_arg(c, 2, "keepdim", False))}}, None  # fmt: skip
     return None, None
+
+
+def _conv(c: dict, x: str, calls: list[dict], i: int, outputs: list[str]) -> tuple[list, None]:
+    """A convolution: the conv template with the elementwise region after it fused ("conv"),
+    and when there is such a region, torch's convolution with that region as one kernel
+    ("conv_epilogue")."""
+    fn, transposed = c["fn"], "transpose" in c["fn"]
+    epilogue = _epilogue(calls, i, outputs)
+    groups = _arg(c, 6, "groups", 1)  # the 7th argument of both signatures
+    w, b = _tensor(_arg(c, 1, "weight")), _tensor(_arg(c, 2, "bias"))
+    cout = c["out_desc"][0]["shape"][1] if len(c["out_desc"][0]["shape"]) > 1 else 0
+    params = {"epilogue": epilogue, "fn": fn, "transposed": transposed, "has_bias": b is not None,
+              "out_per_group": cout // groups if isinstance(groups, int) and groups else cout}  # fmt: skip
+    found = [{"op": "conv", "reads": [x, w] + ([b] if b else []), "params": params}]
+    if epilogue:
+        found.append({"op": "conv_epilogue", "reads": [x], "params": {"epilogue": epilogue, "fn": fn}})  # fmt: skip
+    return found, None
 
 
 def _channel_norm(c: dict, x: str, shape: list[int]) -> tuple[dict | None, str | None]:
@@ -315,8 +333,8 @@ def find(trace: dict) -> tuple[list[Match], list[str]]:
         fields, why = _route_match(calls, i, outputs)
         if why:
             notes.append(why)
-        if fields:
-            found.append((fields, i, "route"))
+        for f in fields if isinstance(fields, list) else [fields] if fields else []:
+            found.append((f, i, "route"))
     found += [(f, None, "route") for f in _linear_ce(calls, outputs)]
     whole = _rms_whole(first.get("aten", []))
     if not found and not whole:
