@@ -37,6 +37,7 @@ TEMPLATE = {
     "elementwise": "pointwise.py.j2",
     "conv_epilogue": "pointwise.py.j2",
     "conv": "conv.py.j2",
+    "pool": "pool.py.j2",
     "sum": "reduce.py.j2",
     "mean": "reduce.py.j2",
     "amax": "reduce.py.j2",
@@ -137,6 +138,10 @@ def space(match: Match, vendor: str = "nvidia") -> tuple[Space, dict]:
         params = [Param("BLOCK", (256, 512, 1024, 2048, 4096)), Param("num_warps", (1, 2, 4, 8, 16)),
                   Param("num_stages", (1, 2))]  # fmt: skip
         return Space(params), {"BLOCK": 1024, "num_warps": 4, "num_stages": 1}
+    if match.op == "pool":  # BLOCK outputs a program, the window's taps unrolled
+        params = [Param("BLOCK", (64, 128, 256, 512, 1024)), Param("num_warps", (1, 2, 4, 8)),
+                  Param("num_stages", (1,))]  # fmt: skip
+        return Space(params), {"BLOCK": 256, "num_warps": 4, "num_stages": 1}
     if match.op in ("elementwise", "conv_epilogue"):
         params = [Param("BLOCK", (256, 512, 1024, 2048, 4096)), Param("num_warps", (1, 2, 4, 8)),
                   Param("num_stages", (1,))]  # fmt: skip

@@ -20,6 +20,8 @@ MATMULS = ("matmul", "mm", "bmm", "__matmul__")
 # Convolutions: the conv template (its epilogue fused), or torch's (cuDNN's) with the
 # elementwise region after it as one kernel.
 CONVS = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d")
+# Pooling over 1-3 trailing dims: the pool template.
+POOLS = tuple(f"{k}_pool{d}d" for k in ("max", "avg") for d in (1, 2, 3))
 FLOAT_DTYPES = ("float32", "float16", "bfloat16")
 REDUCTIONS = ("sum", "mean", "amax", "amin", "prod", "argmax", "argmin")
 # Gated activations: act(a) * b, the op class named after its activation (SwiGLU, GeGLU).
@@ -119,6 +121,10 @@ def _route_match(
                 "params": {"epilogue": epilogue, "has_bias": b is not None}}, None  # fmt: skip
     if fn in CONVS:
         return _conv(c, x, calls, i, outputs)
+    if fn in POOLS:
+        if fn.startswith("max") and _arg(c, 6, "return_indices", False):
+            return None, f"{fn} returning indices: the template returns values only"
+        return {"op": "pool", "reads": [x], "params": {"fn": fn}}, None
     if fn in MATMULS:
         y = _tensor(_arg(c, 1, "other", _arg(c, 1, "mat2")))
         shapes = [_shape_of(calls, t, c) for t in (x, y)]

@@ -19,6 +19,8 @@ before. Everything the reference does besides the matched op stays torch.
     conv(x, w, bias, stride, padding, dilation, groups, output_padding, transposed)
                                        torch's conv1d/2d/3d and conv_transpose1d/2d/3d
                                        (epilogue fused and deferred like a GEMM's)
+    pool(x, d, is_max, kernel_size, stride, padding, dilation, ceil_mode, count_include_pad,
+         divisor_override)             max_pool1d/2d/3d, avg_pool1d/2d/3d (values only)
     elementwise(y)                     for conv_epilogue: the elementwise region after a
                                        convolution (torch's), applied to its output y when
                                        the region's first call reads it
@@ -53,6 +55,7 @@ MATMULS = ("matmul", "mm", "bmm", "__matmul__")
 # a GEMM (or convolution) whose epilogue is fused: deferred to its first step
 GEMMS = ("linear", "matmul", "conv")
 CONVS = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d")
+POOLS = tuple(f"{k}_pool{d}d" for k in ("max", "avg") for d in (1, 2, 3))
 # Calls that read a tensor's metadata only: a placeholder answers them as it is.
 _META = ("__get__", "__set__", "size", "dim", "numel", "stride", "is_contiguous")
 
@@ -114,6 +117,23 @@ def operands(op: str, fn: str, args, kwargs):
         }
         return (x, args[1], _arg(args, kwargs, 2, "bias"), v["stride"], v["padding"],
                 v["dilation"], v["groups"], v.get("output_padding", 0), transposed)  # fmt: skip
+    if op == "pool" and fn in POOLS:
+        is_max, d = fn.startswith("max"), int(fn[-2])
+        k, stride, padding = (_arg(args, kwargs, i, n, v) for i, n, v in
+                              ((1, "kernel_size", None), (2, "stride", None), (3, "padding", 0)))  # fmt: skip
+        if is_max:
+            if _arg(args, kwargs, 6, "return_indices", False):
+                return None
+            dilation, ceil = (
+                _arg(args, kwargs, 4, "dilation", 1),
+                _arg(args, kwargs, 5, "ceil_mode", False),
+            )
+            include, divisor = True, None
+        else:
+            dilation, ceil = 1, _arg(args, kwargs, 4, "ceil_mode", False)
+            include = _arg(args, kwargs, 5, "count_include_pad", True)
+            divisor = _arg(args, kwargs, 6, "divisor_override", None) if d > 1 else None
+        return (x, d, is_max, k, stride, padding, dilation, ceil, include, divisor)
     if op == "matmul" and fn in MATMULS:
         b = _arg(args, kwargs, 1, "other", _arg(args, kwargs, 1, "mat2"))
         return (x, b) if isinstance(b, torch.Tensor) and not kwargs.get("out") else None
