@@ -86,3 +86,50 @@ def test_route_sends_the_convolution_and_its_region_to_the_template(tmp_path):
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
     torch.testing.assert_close(alone, conv(x) + 1.0)
     assert route.Route.engaged == 1
+
+
+SECOND = {  # a region whose first step reads a second tensor: (init, body, inputs, label)
+    "conv_bias": ("self.c = nn.ConvTranspose2d(3, 4, 3, stride=2); "
+                  "self.bias = nn.Parameter(torch.randn(4, 1, 1))",
+                  "torch.tanh(self.c(x) - self.bias)", "x", "torch.randn(2, 3, 5, 4)",
+                  "conv+sub+tanh"),
+    "conv_residual": ("self.c = nn.Conv3d(2, 3, 3, padding=1)", "torch.relu(r + self.c(x))", "x, r",
+                      "torch.randn(1, 2, 3, 4, 5), torch.randn(1, 3, 3, 4, 5)", "conv+add+relu"),
+    "linear_bias": ("self.fc = nn.Linear(7, 5); self.b = nn.Parameter(torch.randn(5))",
+                    "torch.sigmoid(self.fc(x) * self.b)", "x", "torch.randn(3, 4, 7)",
+                    "linear+mul+sigmoid"),
+    "matmul_residual": ("pass", "torch.matmul(a, b) + r", "a, b, r",
+                        "torch.randn(2, 5, 7), torch.randn(2, 7, 3), torch.randn(5, 3)",
+                        "matmul+add"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(SECOND))
+def test_a_region_reading_a_second_tensor_is_fused(tmp_path, name):
+    """`y + self.bias` (broadcast) or `r + y` (a residual input) after a GEMM or convolution:
+    the template loads the tensor at the output's index, the route hands it over."""
+    init, body, args, inputs, label = SECOND[name]
+    path = tmp_path / "p.py"
+    path.write_text(PROBLEM.format(init=f"        {init}", args=args, body=body, inputs=inputs))
+    found, notes = find(traced(path))
+    assert found[0].label == label, notes
+    assert len(found[0].reads) == len(set(found[0].reads)) and found[0].reads[-1] != "in0"
+    m = found[0]
+    cand = tmp_path / "cand"
+    cand.mkdir()
+    shutil.copy2(kt.ROUTE, cand / "op_route.py")
+    config = dict(kt.space(m)[1], precision="ieee")
+    (cand / "impl.py").write_text(kt.render_impl(m, config))
+    (cand / "route.json").write_text(json.dumps({"op": m.op, "epilogue": m.params["epilogue"]}))
+    route = _load((cand / "op_route.py").read_text(), cand, "op_route")
+    route.Route.engaged = 0
+    ns: dict = {}
+    exec(path.read_text(), ns)
+    torch.manual_seed(0)
+    model, xs = ns["Model"](), ns["get_inputs"]()
+    with torch.no_grad():
+        want = model(*xs)
+        with route.Route():
+            got = model(*xs)
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+    assert route.Route.engaged == 1

@@ -232,6 +232,7 @@ def render_impl(match: Match, config: dict) -> str:
         activation=gate_step(match),
         approximate=match.params.get("approximate", "none"),
         epilogue_text=", ".join(e["fn"] for e in match.params.get("epilogue", [])) or "none",
+        extras=sum(len(e.get("reads", [])) for e in match.params.get("epilogue", [])),
     )
 
 

@@ -115,9 +115,9 @@ def _route_match(
         return {"op": "cross_entropy", "reads": [x, _tensor(c["args"][1])],
                 "params": {"reduction": _arg(c, 6, "reduction", "mean")}}, None  # fmt: skip
     if fn == "linear":
-        epilogue = _epilogue(calls, i, outputs)
+        epilogue = _epilogue(calls, i, outputs, extra=True)
         w, b = _tensor(c["args"][1]), _tensor(_arg(c, 2, "bias"))
-        return {"op": "linear", "reads": [x, w] + ([b] if b else []),
+        return {"op": "linear", "reads": [x, w] + ([b] if b else []) + _extras(epilogue),
                 "params": {"epilogue": epilogue, "has_bias": b is not None}}, None  # fmt: skip
     if fn in CONVS:
         return _conv(c, x, calls, i, outputs)
@@ -131,8 +131,9 @@ def _route_match(
         why = _matmul_why(shapes)
         if why:
             return None, f"{fn} of {shapes[0]} and {shapes[1]}: {why}"
-        return {"op": "matmul", "reads": [x, y],
-                "params": {"epilogue": _epilogue(calls, i, outputs), "fn": fn}}, None  # fmt: skip
+        epilogue = _epilogue(calls, i, outputs, extra=True)
+        return {"op": "matmul", "reads": [x, y] + _extras(epilogue),
+                "params": {"epilogue": epilogue, "fn": fn}}, None  # fmt: skip
     if fn == "scaled_dot_product_attention":
         if _arg(c, 3, "attn_mask") is not None or _arg(c, 4, "dropout_p", 0.0):
             return None, "attention with a mask or dropout: the template takes neither"
@@ -160,15 +161,15 @@ def _conv(c: dict, x: str, calls: list[dict], i: int, outputs: list[str]) -> tup
     and when there is such a region, torch's convolution with that region as one kernel
     ("conv_epilogue")."""
     fn, transposed = c["fn"], "transpose" in c["fn"]
-    epilogue = _epilogue(calls, i, outputs)
+    epilogue, alone = _epilogue(calls, i, outputs, extra=True), _epilogue(calls, i, outputs)
     groups = _arg(c, 6, "groups", 1)  # the 7th argument of both signatures
     w, b = _tensor(_arg(c, 1, "weight")), _tensor(_arg(c, 2, "bias"))
     cout = c["out_desc"][0]["shape"][1] if len(c["out_desc"][0]["shape"]) > 1 else 0
     params = {"epilogue": epilogue, "fn": fn, "transposed": transposed, "has_bias": b is not None,
               "out_per_group": cout // groups if isinstance(groups, int) and groups else cout}  # fmt: skip
-    found = [{"op": "conv", "reads": [x, w] + ([b] if b else []), "params": params}]
-    if epilogue:
-        found.append({"op": "conv_epilogue", "reads": [x], "params": {"epilogue": epilogue, "fn": fn}})  # fmt: skip
+    found = [{"op": "conv", "reads": [x, w] + ([b] if b else []) + _extras(epilogue), "params": params}]  # fmt: skip
+    if alone:  # the region as the pointwise template takes it: of the convolution's output only
+        found.append({"op": "conv_epilogue", "reads": [x], "params": {"epilogue": alone, "fn": fn}})  # fmt: skip
     return found, None
 
 
@@ -192,10 +193,15 @@ def _channel_norm(c: dict, x: str, shape: list[int]) -> tuple[dict | None, str |
     return {"op": fn, "reads": reads, "params": params}, None
 
 
-def _epilogue(calls: list[dict], i: int, outputs: list[str]) -> list[dict]:
-    """The elementwise region that follows call i on its output, as template steps."""
-    steps = pointwise.region(calls, i + 1, calls[i]["out"][0], outputs)
-    return [{"fn": s["fn"], "line": s["line"]} for s in steps]
+def _epilogue(calls: list[dict], i: int, outputs: list[str], extra: bool = False) -> list[dict]:
+    """The elementwise region that follows call i on its output, as template steps; `extra`:
+    its first step may read one more tensor (a GEMM's or convolution's template loads it)."""
+    steps = pointwise.region(calls, i + 1, calls[i]["out"][0], outputs, extra=extra)
+    return [{k: s[k] for k in ("fn", "line", "reads") if k in s} for s in steps]
+
+
+def _extras(epilogue: list[dict]) -> list[str]:
+    return [t for e in epilogue for t in e.get("reads", [])]
 
 
 def _elementwise_whole(calls: list[dict], outputs: list[str]) -> tuple[dict | None, str | None]:

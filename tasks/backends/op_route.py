@@ -14,9 +14,10 @@ before. Everything the reference does besides the matched op stays torch.
     batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps)
     instance_norm(x, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
     cross_entropy(logits, target, reduction)
-    linear(x, w, bias)                 (the matched epilogue applied inside; deferred as below)
-    matmul(a, b)                       torch.matmul / mm / bmm / @ (epilogue likewise)
-    conv(x, w, bias, stride, padding, dilation, groups, output_padding, transposed)
+    linear(x, w, bias, *extras)        (the matched epilogue applied inside; deferred as below;
+                                       extras: a tensor its first step reads, `y + self.bias`)
+    matmul(a, b, *extras)              torch.matmul / mm / bmm / @ (epilogue likewise)
+    conv(x, w, bias, stride, padding, dilation, groups, output_padding, transposed, *extras)
                                        torch's conv1d/2d/3d and conv_transpose1d/2d/3d
                                        (epilogue fused and deferred like a GEMM's)
     pool(x, d, is_max, kernel_size, stride, padding, dilation, ceil_mode, count_include_pad,
@@ -197,8 +198,11 @@ def deferred_operands(op: str, first: tuple, extra: tuple, ph, fn: str, args, kw
         ok = isinstance(other, torch.Tensor) and other is not ph and other.shape == a.shape
         return (a, other, *extra) if ok else None
     if op in GEMMS:  # extra: (the epilogue's calls, the GEMM's operands)
-        ok = args and args[0] is ph and fn == extra[0][0]
-        return extra[1] if ok else None
+        # the first step may read one more tensor (`y + self.bias`): handed over after them,
+        # and the template refuses a count it was not rendered for
+        ok = any(a is ph for a in args) and fn == extra[0][0]
+        more = tuple(a for a in args if isinstance(a, torch.Tensor) and a is not ph)
+        return (*extra[1], *more) if ok else None
     if op == "linear_cross_entropy" and args and args[0] is ph:
         ce = operands("cross_entropy", fn, args, kwargs)
         return None if ce is None else (first[0], first[1], extra[0], ce[1], ce[2])
