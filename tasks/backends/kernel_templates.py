@@ -36,6 +36,8 @@ TEMPLATE = {
     "matmul": "gemm.py.j2",
     "elementwise": "pointwise.py.j2",
     "conv_epilogue": "pointwise.py.j2",
+    "conv": "conv.py.j2",
+    "pool": "pool.py.j2",
     "sum": "reduce.py.j2",
     "mean": "reduce.py.j2",
     "amax": "reduce.py.j2",
@@ -136,10 +138,28 @@ def space(match: Match, vendor: str = "nvidia") -> tuple[Space, dict]:
         params = [Param("BLOCK", (256, 512, 1024, 2048, 4096)), Param("num_warps", (1, 2, 4, 8, 16)),
                   Param("num_stages", (1, 2))]  # fmt: skip
         return Space(params), {"BLOCK": 1024, "num_warps": 4, "num_stages": 1}
+    if match.op == "pool":  # BLOCK outputs a program, the window's taps unrolled
+        params = [Param("BLOCK", (64, 128, 256, 512, 1024)), Param("num_warps", (1, 2, 4, 8)),
+                  Param("num_stages", (1,))]  # fmt: skip
+        return Space(params), {"BLOCK": 256, "num_warps": 4, "num_stages": 1}
     if match.op in ("elementwise", "conv_epilogue"):
         params = [Param("BLOCK", (256, 512, 1024, 2048, 4096)), Param("num_warps", (1, 2, 4, 8)),
                   Param("num_stages", (1,))]  # fmt: skip
         return Space(params), {"BLOCK": 1024, "num_warps": 4, "num_stages": 1}
+    if match.op == "conv":  # implicit GEMM: output positions x a group's output channels
+        params = [Param("BLOCK_M", (32, 64, 128)), Param("BLOCK_N", (16, 32, 64, 128)),
+                  Param("BLOCK_K", (16, 32, 64)), Param("num_warps", (2, 4, 8)),
+                  Param("num_stages", (1, 2, 3, 4)), Param("loop", ("flat", "taps")),
+                  Param("precision", precision if match.dtype == "float32" else ("native",))]  # fmt: skip
+
+        def rule(c):
+            return "tile over 128x128" if c["BLOCK_M"] * c["BLOCK_N"] > 128 * 128 else None
+
+        co_g = match.params.get("out_per_group", 64)  # a depthwise conv has one a group
+        default = {"BLOCK_M": 64, "BLOCK_N": 16 if co_g <= 16 else 32 if co_g <= 32 else 64,
+                   "BLOCK_K": 32, "num_warps": 4, "num_stages": 2, "loop": "flat",
+                   "precision": params[-1].values[0]}  # fmt: skip
+        return Space(params, rule), default
     if match.op in ("linear", "matmul"):
         params = [Param("BLOCK_M", (32, 64, 128)), Param("BLOCK_N", (32, 64, 128, 256)),
                   Param("BLOCK_K", (16, 32, 64)), Param("GROUP_M", (1, 8)),
@@ -212,6 +232,7 @@ def render_impl(match: Match, config: dict) -> str:
         activation=gate_step(match),
         approximate=match.params.get("approximate", "none"),
         epilogue_text=", ".join(e["fn"] for e in match.params.get("epilogue", [])) or "none",
+        extras=sum(len(e.get("reads", [])) for e in match.params.get("epilogue", [])),
     )
 
 

@@ -17,8 +17,11 @@ from tasks.backends import pointwise
 
 # Torch-level GEMM calls the batched GEMM template takes (its operands' shapes: _matmul_why).
 MATMULS = ("matmul", "mm", "bmm", "__matmul__")
-# Convolutions stay torch's (cuDNN's); the elementwise region after one becomes one kernel.
+# Convolutions: the conv template (its epilogue fused), or torch's (cuDNN's) with the
+# elementwise region after it as one kernel.
 CONVS = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d")
+# Pooling over 1-3 trailing dims: the pool template.
+POOLS = tuple(f"{k}_pool{d}d" for k in ("max", "avg") for d in (1, 2, 3))
 FLOAT_DTYPES = ("float32", "float16", "bfloat16")
 REDUCTIONS = ("sum", "mean", "amax", "amin", "prod", "argmax", "argmin")
 # Gated activations: act(a) * b, the op class named after its activation (SwiGLU, GeGLU).
@@ -67,8 +70,11 @@ def _last_dim(dim, ndim: int) -> bool:
     return isinstance(dim, int) and dim % max(ndim, 1) == ndim - 1
 
 
-def _route_match(calls: list[dict], i: int, outputs: list[str]) -> tuple[dict | None, str | None]:
-    """(match fields, None) for call i, or (None, why not) when it is an op class we know."""
+def _route_match(
+    calls: list[dict], i: int, outputs: list[str]
+) -> tuple[dict | list | None, str | None]:
+    """(match fields, None) for call i (a list of them for a convolution: two ways to take it),
+    or (None, why not) when it is an op class we know."""
     c = calls[i]
     fn, x = c["fn"], _tensor(c["args"][0]) if c["args"] else None
     desc = c["out_desc"][0] if c["out_desc"] else None
@@ -109,23 +115,25 @@ def _route_match(calls: list[dict], i: int, outputs: list[str]) -> tuple[dict | 
         return {"op": "cross_entropy", "reads": [x, _tensor(c["args"][1])],
                 "params": {"reduction": _arg(c, 6, "reduction", "mean")}}, None  # fmt: skip
     if fn == "linear":
-        epilogue = _epilogue(calls, i, outputs)
+        epilogue = _epilogue(calls, i, outputs, extra=True)
         w, b = _tensor(c["args"][1]), _tensor(_arg(c, 2, "bias"))
-        return {"op": "linear", "reads": [x, w] + ([b] if b else []),
+        return {"op": "linear", "reads": [x, w] + ([b] if b else []) + _extras(epilogue),
                 "params": {"epilogue": epilogue, "has_bias": b is not None}}, None  # fmt: skip
     if fn in CONVS:
-        epilogue = _epilogue(calls, i, outputs)
-        if not epilogue:
-            return None, f"{fn} with no elementwise region after it (no convolution template)"
-        return {"op": "conv_epilogue", "reads": [x], "params": {"epilogue": epilogue, "fn": fn}}, None  # fmt: skip
+        return _conv(c, x, calls, i, outputs)
+    if fn in POOLS:
+        if fn.startswith("max") and _arg(c, 6, "return_indices", False):
+            return None, f"{fn} returning indices: the template returns values only"
+        return {"op": "pool", "reads": [x], "params": {"fn": fn}}, None
     if fn in MATMULS:
         y = _tensor(_arg(c, 1, "other", _arg(c, 1, "mat2")))
         shapes = [_shape_of(calls, t, c) for t in (x, y)]
         why = _matmul_why(shapes)
         if why:
             return None, f"{fn} of {shapes[0]} and {shapes[1]}: {why}"
-        return {"op": "matmul", "reads": [x, y],
-                "params": {"epilogue": _epilogue(calls, i, outputs), "fn": fn}}, None  # fmt: skip
+        epilogue = _epilogue(calls, i, outputs, extra=True)
+        return {"op": "matmul", "reads": [x, y] + _extras(epilogue),
+                "params": {"epilogue": epilogue, "fn": fn}}, None  # fmt: skip
     if fn == "scaled_dot_product_attention":
         if _arg(c, 3, "attn_mask") is not None or _arg(c, 4, "dropout_p", 0.0):
             return None, "attention with a mask or dropout: the template takes neither"
@@ -148,6 +156,23 @@ def _route_match(calls: list[dict], i: int, outputs: list[str]) -> tuple[dict | 
     return None, None
 
 
+def _conv(c: dict, x: str, calls: list[dict], i: int, outputs: list[str]) -> tuple[list, None]:
+    """A convolution: the conv template with the elementwise region after it fused ("conv"),
+    and when there is such a region, torch's convolution with that region as one kernel
+    ("conv_epilogue")."""
+    fn, transposed = c["fn"], "transpose" in c["fn"]
+    epilogue, alone = _epilogue(calls, i, outputs, extra=True), _epilogue(calls, i, outputs)
+    groups = _arg(c, 6, "groups", 1)  # the 7th argument of both signatures
+    w, b = _tensor(_arg(c, 1, "weight")), _tensor(_arg(c, 2, "bias"))
+    cout = c["out_desc"][0]["shape"][1] if len(c["out_desc"][0]["shape"]) > 1 else 0
+    params = {"epilogue": epilogue, "fn": fn, "transposed": transposed, "has_bias": b is not None,
+              "out_per_group": cout // groups if isinstance(groups, int) and groups else cout}  # fmt: skip
+    found = [{"op": "conv", "reads": [x, w] + ([b] if b else []) + _extras(epilogue), "params": params}]  # fmt: skip
+    if alone:  # the region as the pointwise template takes it: of the convolution's output only
+        found.append({"op": "conv_epilogue", "reads": [x], "params": {"epilogue": alone, "fn": fn}})  # fmt: skip
+    return found, None
+
+
 def _channel_norm(c: dict, x: str, shape: list[int]) -> tuple[dict | None, str | None]:
     """GroupNorm (each sample's group of channels a row) and InstanceNorm (each sample's
     channel a row, statistics of the input): the norm template over those rows."""
@@ -168,10 +193,15 @@ def _channel_norm(c: dict, x: str, shape: list[int]) -> tuple[dict | None, str |
     return {"op": fn, "reads": reads, "params": params}, None
 
 
-def _epilogue(calls: list[dict], i: int, outputs: list[str]) -> list[dict]:
-    """The elementwise region that follows call i on its output, as template steps."""
-    steps = pointwise.region(calls, i + 1, calls[i]["out"][0], outputs)
-    return [{"fn": s["fn"], "line": s["line"]} for s in steps]
+def _epilogue(calls: list[dict], i: int, outputs: list[str], extra: bool = False) -> list[dict]:
+    """The elementwise region that follows call i on its output, as template steps; `extra`:
+    its first step may read one more tensor (a GEMM's or convolution's template loads it)."""
+    steps = pointwise.region(calls, i + 1, calls[i]["out"][0], outputs, extra=extra)
+    return [{k: s[k] for k in ("fn", "line", "reads") if k in s} for s in steps]
+
+
+def _extras(epilogue: list[dict]) -> list[str]:
+    return [t for e in epilogue for t in e.get("reads", [])]
 
 
 def _elementwise_whole(calls: list[dict], outputs: list[str]) -> tuple[dict | None, str | None]:
@@ -315,8 +345,8 @@ def find(trace: dict) -> tuple[list[Match], list[str]]:
         fields, why = _route_match(calls, i, outputs)
         if why:
             notes.append(why)
-        if fields:
-            found.append((fields, i, "route"))
+        for f in fields if isinstance(fields, list) else [fields] if fields else []:
+            found.append((f, i, "route"))
     found += [(f, None, "route") for f in _linear_ce(calls, outputs)]
     whole = _rms_whole(first.get("aten", []))
     if not found and not whole:

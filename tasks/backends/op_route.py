@@ -14,8 +14,14 @@ before. Everything the reference does besides the matched op stays torch.
     batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps)
     instance_norm(x, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
     cross_entropy(logits, target, reduction)
-    linear(x, w, bias)                 (the matched epilogue applied inside; deferred as below)
-    matmul(a, b)                       torch.matmul / mm / bmm / @ (epilogue likewise)
+    linear(x, w, bias, *extras)        (the matched epilogue applied inside; deferred as below;
+                                       extras: a tensor its first step reads, `y + self.bias`)
+    matmul(a, b, *extras)              torch.matmul / mm / bmm / @ (epilogue likewise)
+    conv(x, w, bias, stride, padding, dilation, groups, output_padding, transposed, *extras)
+                                       torch's conv1d/2d/3d and conv_transpose1d/2d/3d
+                                       (epilogue fused and deferred like a GEMM's)
+    pool(x, d, is_max, kernel_size, stride, padding, dilation, ceil_mode, count_include_pad,
+         divisor_override)             max_pool1d/2d/3d, avg_pool1d/2d/3d (values only)
     elementwise(y)                     for conv_epilogue: the elementwise region after a
                                        convolution (torch's), applied to its output y when
                                        the region's first call reads it
@@ -47,8 +53,10 @@ REDUCTIONS = ("sum", "mean", "amax", "amin", "prod", "argmax", "argmin")
 DEFERRED = {"swiglu": "silu", "geglu": "gelu", "linear_cross_entropy": "linear"}
 MULS = ("mul", "__mul__", "__rmul__")
 MATMULS = ("matmul", "mm", "bmm", "__matmul__")
-GEMMS = ("linear", "matmul")  # a GEMM whose epilogue is fused: deferred to its first step
+# a GEMM (or convolution) whose epilogue is fused: deferred to its first step
+GEMMS = ("linear", "matmul", "conv")
 CONVS = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d")
+POOLS = tuple(f"{k}_pool{d}d" for k in ("max", "avg") for d in (1, 2, 3))
 # Calls that read a tensor's metadata only: a placeholder answers them as it is.
 _META = ("__get__", "__set__", "size", "dim", "numel", "stride", "is_contiguous")
 
@@ -101,6 +109,32 @@ def operands(op: str, fn: str, args, kwargs):
         return (x, args[1], _arg(args, kwargs, 6, "reduction", "mean")) if plain else None
     if op == "linear" and fn == "linear":
         return (x, args[1], _arg(args, kwargs, 2, "bias"))
+    if op == "conv" and fn in CONVS and len(args) > 1 and isinstance(args[1], torch.Tensor):
+        transposed = "transpose" in fn
+        names = ("stride", "padding", "output_padding", "groups", "dilation") if transposed else (
+            "stride", "padding", "dilation", "groups")  # fmt: skip
+        v = {
+            n: _arg(args, kwargs, 3 + i, n, 0 if "padding" in n else 1) for i, n in enumerate(names)
+        }
+        return (x, args[1], _arg(args, kwargs, 2, "bias"), v["stride"], v["padding"],
+                v["dilation"], v["groups"], v.get("output_padding", 0), transposed)  # fmt: skip
+    if op == "pool" and fn in POOLS:
+        is_max, d = fn.startswith("max"), int(fn[-2])
+        k, stride, padding = (_arg(args, kwargs, i, n, v) for i, n, v in
+                              ((1, "kernel_size", None), (2, "stride", None), (3, "padding", 0)))  # fmt: skip
+        if is_max:
+            if _arg(args, kwargs, 6, "return_indices", False):
+                return None
+            dilation, ceil = (
+                _arg(args, kwargs, 4, "dilation", 1),
+                _arg(args, kwargs, 5, "ceil_mode", False),
+            )
+            include, divisor = True, None
+        else:
+            dilation, ceil = 1, _arg(args, kwargs, 4, "ceil_mode", False)
+            include = _arg(args, kwargs, 5, "count_include_pad", True)
+            divisor = _arg(args, kwargs, 6, "divisor_override", None) if d > 1 else None
+        return (x, d, is_max, k, stride, padding, dilation, ceil, include, divisor)
     if op == "matmul" and fn in MATMULS:
         b = _arg(args, kwargs, 1, "other", _arg(args, kwargs, 1, "mat2"))
         return (x, b) if isinstance(b, torch.Tensor) and not kwargs.get("out") else None
@@ -137,8 +171,14 @@ def gate(op: str, fn: str, args, kwargs):
     return (_arg(args, kwargs, 1, "approximate", "none"),)
 
 
-def _placeholder(fn: str, args) -> torch.Tensor:
+def _placeholder(fn: str, args, kwargs=None) -> torch.Tensor:
     """The first call's output, uncomputed: the shape and dtype it would have."""
+    if fn in CONVS:
+        meta = [a.to("meta") if isinstance(a, torch.Tensor) else a for a in args]
+        kw = {
+            k: v.to("meta") if isinstance(v, torch.Tensor) else v for k, v in (kwargs or {}).items()
+        }
+        return args[0].new_empty(getattr(torch.nn.functional, fn)(*meta, **kw).shape)
     if fn == "linear":
         return args[0].new_empty((*args[0].shape[:-1], args[1].shape[0]))
     if fn in MATMULS:
@@ -158,8 +198,11 @@ def deferred_operands(op: str, first: tuple, extra: tuple, ph, fn: str, args, kw
         ok = isinstance(other, torch.Tensor) and other is not ph and other.shape == a.shape
         return (a, other, *extra) if ok else None
     if op in GEMMS:  # extra: (the epilogue's calls, the GEMM's operands)
-        ok = args and args[0] is ph and fn == extra[0][0]
-        return extra[1] if ok else None
+        # the first step may read one more tensor (`y + self.bias`): handed over after them,
+        # and the template refuses a count it was not rendered for
+        ok = any(a is ph for a in args) and fn == extra[0][0]
+        more = tuple(a for a in args if isinstance(a, torch.Tensor) and a is not ph)
+        return (*extra[1], *more) if ok else None
     if op == "linear_cross_entropy" and args and args[0] is ph:
         ce = operands("cross_entropy", fn, args, kwargs)
         return None if ce is None else (first[0], first[1], extra[0], ce[1], ce[2])
@@ -266,7 +309,7 @@ class Route(TorchFunctionMode):
             if ops is not None and op in GEMMS and epilogue:
                 # deferred too: only a GEMM whose output meets the epilogue's first call gets
                 # the fused kernel (another F.linear in the reference must not get the epilogue)
-                ph = _placeholder(fn, args)
+                ph = _placeholder(fn, args, kwargs)
                 self._gates[id(ph)] = (func, args, kwargs, (list(epilogue), ops), op, name)
                 return ph
             out = None if ops is None else getattr(Route.impls[name], op)(*ops)

@@ -65,10 +65,12 @@ def _operand(v, env: dict[str, str]) -> str | None:
     return repr(float(v)) if _scalar(v) else None
 
 
-def step(call: dict, env: dict[str, str]) -> str | None:
+def step(call: dict, env: dict[str, str], extras: list[str] | None = None) -> str | None:
     """The Triton expression of `call` over the region's values (`env`: trace label -> variable),
     or None when the call is not an elementwise step of them (another tensor, an argument this
-    table does not know)."""
+    table does not know). `extras`, when given (empty), lets a binary call read one more tensor,
+    an input or a parameter (`x + self.bias`): it is the template's `x0`, loaded broadcast to
+    the output's index, and its label is appended to `extras`."""
     fn = call["fn"]
     name = _ALIASES.get(fn, fn)
     args, kwargs = call["args"], call["kwargs"]
@@ -76,6 +78,7 @@ def step(call: dict, env: dict[str, str]) -> str | None:
         key = "exponent" if name == "pow" else "other"
         if len(args) < 1 or kwargs.get("alpha", 1) != 1 or set(kwargs) - {key, "alpha"}:
             return None
+        env = _with_extra(env, [args[0], _arg(call, 1, key)], extras) if name != "pow" else env
         a, b = _operand(args[0], env), _operand(_arg(call, 1, key), env)
         if a is None or b is None or (a not in env.values() and b not in env.values()):
             return None
@@ -95,6 +98,19 @@ def step(call: dict, env: dict[str, str]) -> str | None:
     x = env[args[0]["t"]]
     expr = _unary(call, name)
     return None if expr is None else "(" + expr.replace("acc", x) + ")"
+
+
+def _with_extra(env: dict[str, str], operands: list, extras: list[str] | None) -> dict[str, str]:
+    """env with x0 for an input or parameter operand that is not the region's, when one may be
+    read (`extras` given and empty) and the other operand is the region's."""
+    labels = [v.get("t") for v in operands if isinstance(v, dict)]
+    outside = [t for t in labels if t not in env]
+    if extras is None or extras or len(outside) != 1 or len(labels) != 2:
+        return env
+    if not (outside[0].startswith("in") or outside[0].startswith("p:")):
+        return env
+    extras.append(outside[0])
+    return {**env, outside[0]: "x0"}
 
 
 def _unary(call: dict, name: str) -> str | None:
@@ -138,7 +154,12 @@ def _unary(call: dict, name: str) -> str | None:
 
 
 def region(
-    calls: list[dict], start: int, root: str, outputs: list[str], chained: bool = True
+    calls: list[dict],
+    start: int,
+    root: str,
+    outputs: list[str],
+    chained: bool = True,
+    extra: bool = False,
 ) -> list[dict]:
     """The elementwise calls from `start` on that read only `root` (the value a GEMM or the
     reference's input gives), values they made, and numbers: [{"fn", "line", "out"}], each line
@@ -146,16 +167,22 @@ def region(
     step; what it keeps ends with a value no call after it and no output but the last reads
     (every value before the last lives in registers only). `chained`: each step reads the one
     before it (`g * sigmoid(g)` is, `relu(g) * sigmoid(g)` is not), as a route needs (it answers
-    each later call by the one result, op_route.py)."""
+    each later call by the one result, op_route.py). `extra`: the first step may read one more
+    tensor (an input or parameter, as `x0`; its step says so under "reads"), which the route
+    hands to the template with the GEMM's or convolution's operands."""
     env, steps = {root: "v0"}, []
     for c in calls[start:]:
         if not c["out"]:
             break
-        expr = step(c, env)
+        extras = [] if extra and not steps else None
+        expr = step(c, env, extras)
         if expr is None or (chained and not re.search(rf"\bv{len(steps)}\b", expr)):
             break
         var = f"v{len(steps) + 1}"
         steps.append({"fn": c["fn"], "line": f"{var} = {expr}", "out": c["out"][0]})
+        if extras:
+            steps[-1]["reads"] = extras
+            env[extras[0]] = "x0"
         env[c["out"][0]] = var
     while steps and not _closed(calls, start, steps, root, outputs):
         steps.pop()

@@ -53,9 +53,12 @@ def templated(found: list[Match]) -> list[Match]:
 
 
 def main_match(found: list[Match]) -> Match | None:
-    """The match a lane tunes: a GEMM (the compute) when there is one, else the first."""
+    """The match a lane tunes: a GEMM or convolution (the compute) when there is one, else the
+    first."""
     found = templated(found)
-    return next((m for m in found if m.op in ("linear", "matmul")), found[0] if found else None)
+    return next(
+        (m for m in found if m.op in ("linear", "matmul", "conv")), found[0] if found else None
+    )
 
 
 class TritonTemplates(Backend):
@@ -71,6 +74,8 @@ class TritonTemplates(Backend):
         self._notes = notes
         out = []
         routed = [m for m in found if m.how == "route"]
+        if any(m.op == "conv" for m in routed):  # one route a convolution: the template's
+            routed = [m for m in routed if m.op != "conv_epilogue"]
         if len(routed) > 1:  # besides one candidate per match: all of them at once
             labels = " + ".join(m.label for m in routed)
             who = f"{NAME} every match at its default ({labels})"

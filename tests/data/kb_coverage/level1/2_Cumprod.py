@@ -1,0 +1,23 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return torch.cumprod(x, dim=self.dim)
+
+
+batch_size = 2
+dim = 1
+
+
+def get_inputs():
+    return [torch.randn(batch_size, 9)]
+
+
+def get_init_inputs():
+    return [dim]
