@@ -21,9 +21,9 @@ from pathlib import Path
 
 from scripts.check import check
 from scripts.freeze import freeze
-from tasks.agents.without_model import review_candidates
 from tasks.backends import torch_compile
 from tasks.backends.base import BuildContext
+from tasks.check.standing import review_candidates
 from tasks.models.plan import CandidateResult
 from tasks.report.ranking import margin
 

@@ -28,6 +28,8 @@ WALL_RATIO = 1.5
 # 2.1x their samples there on a 2-core machine (1.49 vs 3.18 ms); hidden work reads far more.
 WALL_RATIO_HOST = 3.0
 WALL_SLACK_MS = {"host": 0.01, "cuda_event": 0.05, "hip_event": 0.05}
+# The fewest timed samples a figure stands on (tasks/check/standing.py; a request's floor).
+MIN_SAMPLES = 5
 WALL_TARGET_MS = 10.0  # length of one back-to-back block (the fastest of several counts)
 WALL_CALLS = (3, 2000)  # fewest and most calls in a block
 

@@ -20,9 +20,9 @@ import pytest
 from scripts.check import check
 from scripts.freeze import freeze
 from scripts.verdict import Status
-from tasks.agents.without_model import review_candidates
 from tasks.backends import torch_compile
 from tasks.backends.base import BuildContext
+from tasks.check.standing import review_candidates
 from tasks.models.plan import CandidateResult
 from tasks.report.ranking import baseline_stats, margin
 

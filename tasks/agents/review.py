@@ -4,7 +4,7 @@ The reviewer is a separate conversation: it sees the record's verdict on the can
 check function returned, never a claim of the writer's), the candidate's diff against the input
 kernel and its profile digest (taken here, from the checked snapshot: `review_digest`), never
 the author's reasoning, answer or transcript. The deterministic review
-(`without_model.review_candidates`: passed every workload, sound timings) comes first and is a
+(`tasks.check.standing.review_candidates`: passed every workload, sound timings) comes first and is a
 floor: the model may flag what it accepted, never accept what it flagged, and it reviews only
 the candidate the floor chose.
 """
@@ -22,7 +22,7 @@ from tasks.agents.prompts import render_prompt
 from tasks.agents.settings import AgentSettings
 from tasks.agents.tools import verdict_text
 from tasks.agents.transcript import Ledger
-from tasks.agents.without_model import review_candidates
+from tasks.check.standing import review_candidates
 from tasks.models.plan import CandidateResult
 from tasks.models.run import Review
 

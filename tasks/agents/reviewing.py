@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tasks.agents import ask
-from tasks.agents.without_model import MIN_SAMPLES, max_relative_spread
+from tasks.check.standing import MIN_SAMPLES, max_relative_spread
 
 
 def _summary(results) -> list[dict]:

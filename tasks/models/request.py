@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from scripts.errors import BadInput
-from tasks.agents.without_model import MIN_SAMPLES
+from scripts.timing import MIN_SAMPLES
 from tasks.models.plan import DiscoverPlan, LaneMode
 from tasks.models.run import BakeoffMode, Dispatch, GpuMode, LaneSpec, PoolConfig
 

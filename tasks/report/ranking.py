@@ -33,7 +33,7 @@ from typing import NamedTuple
 from scripts.baseline import FrozenBaseline
 from scripts.spec import OpSpec
 from scripts.verdict import Status, geomean
-from tasks.agents.without_model import max_relative_spread, timing_doubts
+from tasks.check.standing import max_relative_spread, timing_doubts
 from tasks.models.plan import CandidateResult
 from tasks.models.run import CandidateRow, DiscoverOutcome, LaneResult, Review, Standing
 

@@ -1,0 +1,87 @@
+"""Whether a checked candidate's figure stands: the rules every reader of a verdict applies
+after the judge (the reviewer without a model, a model reviewer's floor, the report's ranking
+and promotion). The judge decides pass or fail; these decide whether a passing figure is one to
+act on: enough samples, taken on a quiet device, a frozen baseline that did not drift."""
+
+from __future__ import annotations
+
+import os
+
+from scripts.timing import MIN_SAMPLES
+from scripts.verdict import Status
+from tasks.models.plan import CandidateResult
+from tasks.models.run import Review
+
+# A timing whose interquartile range is over this share of its median was taken on a busy or
+# unstable device: its speedup is not a number to act on. BAKEOFF_REVIEW_MAX_SPREAD overrides it
+# on a host known to be shared (a loaded CPU box times interpreted Triton 40-70% apart).
+MAX_RELATIVE_SPREAD = 0.25
+
+
+def max_relative_spread() -> float:
+    return float(os.environ.get("BAKEOFF_REVIEW_MAX_SPREAD") or MAX_RELATIVE_SPREAD)
+
+
+def passed_by_speed(candidates: list[CandidateResult]) -> list[CandidateResult]:
+    """Candidates that passed every workload, fastest first; the input re-measured never counts."""
+    passed = [
+        c
+        for c in candidates
+        if c.verdict.status is Status.PASSED
+        and c.verdict.speedup is not None
+        and c.candidate.mode != "baseline"
+    ]
+    return sorted(passed, key=lambda c: c.verdict.speedup, reverse=True)
+
+
+def timing_doubts(result: CandidateResult) -> list[str]:
+    """Why this candidate's timings are not numbers to act on (empty when they are).
+
+    Whether the timer saw all the work is the harness's question (it FLAGs such verdicts); the
+    reviewer asks whether the samples were taken on a quiet device and are enough of them."""
+    reasons = []
+    for w in result.verdict.workloads:
+        t = w.timing
+        if t is None:
+            continue
+        if w.drift:  # the baseline beside it moved from its frozen figure: a moved machine
+            reasons.append(f"workload {w.workload}: {w.drift}")
+        rel = t.spread_ms / t.median_ms if t.median_ms > 0 else float("inf")
+        limit = max_relative_spread()
+        if rel > limit:
+            reasons.append(
+                f"workload {w.workload}: timing spread is {rel:.0%} of the median "
+                f"(over {limit:.0%}): busy or unstable device"
+            )
+        if t.sample_count < MIN_SAMPLES:
+            reasons.append(
+                f"workload {w.workload}: only {t.sample_count} timed samples (< {MIN_SAMPLES})"
+            )
+    return reasons
+
+
+def review_candidates(candidates: list[CandidateResult]) -> Review:
+    """Accept the fastest passed candidate whose timings hold up; name the faster ones that did not."""
+    ranked = passed_by_speed(candidates)
+    if not ranked:
+        return Review(
+            candidate=None,
+            decision="nothing-to-review",
+            reasons=["no candidate passed every workload"],
+        )
+    flagged: dict[str, list[str]] = {}
+    for result in ranked:
+        doubts = timing_doubts(result)
+        if doubts:
+            flagged[result.candidate.name] = doubts
+            continue
+        return Review(
+            candidate=result.candidate.name,
+            decision="accepted",
+            reasons=[
+                f"passed every workload, {result.verdict.speedup:.3g}x, timing spread within bounds"
+            ],
+            flagged=flagged,
+        )
+    best = ranked[0].candidate.name
+    return Review(candidate=best, decision="flagged", reasons=flagged[best], flagged=flagged)
