@@ -33,6 +33,11 @@ def private_caches(root: Path) -> None:
 class Reference:
     def __init__(self, spec: OpSpec, src_dir: Path, device: str):
         torch.set_grad_enabled(False)  # as in the child: values, not autograd graphs
+        if device == "cpu" and "OMP_NUM_THREADS" not in os.environ:
+            # as the child times: one thread. Two OpenMP threads on a host whose other core
+            # is busy spin against each other: judging a check took 1.2-1.9 s instead of 0.3 s
+            # at a load of 3 on two cores (docs/harness.md)
+            torch.set_num_threads(1)
         self.spec = spec
         self.src_dir = Path(src_dir)
         self.device = device
