@@ -3,7 +3,8 @@ problems compile for sm_90 at the problems' real sizes, in every corner of their
 
     python -m benchmarks.sm90_preflight [PROBLEM ...] [--out benchmarks/sm90_preflight.md]
 
-PROBLEM: a file stem of benchmarks/acceptance/ (default: the nine below). Each problem is traced
+PROBLEM: a file stem of benchmarks/acceptance/ (default: the nine below), or a KernelBench-format
+file. Each problem is traced
 on the meta device (tasks/backends/trace.py, in this process: these are the repository's own
 problems) and matched (tasks/backends/match.py); the libraries whose kernels cover a match are
 listed. For each templated match, configs of its space (kernel_templates.space on nvidia) are
@@ -148,7 +149,8 @@ def _shown(label: str, config: dict) -> str:
 def survey(name: str, scratch: Path) -> list[dict]:
     from tasks.backends.kernel_templates import shared_bytes
 
-    spec, src, entry, found, libs, notes = proposals(ACCEPTANCE / f"{name}.py")
+    path = Path(name) if name.endswith(".py") else ACCEPTANCE / f"{name}.py"
+    spec, src, entry, found, libs, notes = proposals(path)
     rows = []
     if not found:
         rows.append({"problem": name, "libs": libs, "note": "; ".join(notes) or "no template"})

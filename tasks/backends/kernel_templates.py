@@ -169,6 +169,10 @@ def space(match: Match, vendor: str = "nvidia") -> tuple[Space, dict]:
         def rule(c):
             return _too_big(match, c, vendor, c["BLOCK_M"] * d)
 
+        for bn, stages in ((32, 2), (32, 1), (16, 1)):  # a head dim over 128: smaller K/V tiles
+            if rule(default) is None:
+                break
+            default.update(BLOCK_N=bn, num_stages=stages)
         return Space(params, rule), default
     if match.op == "batch_norm":  # one program a channel, chunks of BLOCK
         params = [Param("BLOCK", (256, 512, 1024, 2048, 4096)), Param("num_warps", (1, 2, 4, 8, 16)),
