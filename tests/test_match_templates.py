@@ -328,3 +328,22 @@ def test_one_route_replaces_every_match(tmp_path):
             got = torch.softmax(torch.relu(lin(x)), -1)
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
     assert route.Route.engaged == 2
+
+
+def test_nvidia_spaces_prune_tiles_an_h100_cannot_hold():
+    """benchmarks/sm90_preflight.md: fp32 GEMM and attention tiles over 227 KB of shared memory
+    (or an accumulator over 128 registers a thread) are not points of the nvidia space."""
+    gemm = Match("matmul", "route", "float32", {"w": [4096, 4096]}, ["in0", "in1"])
+    space, default = kt.space(gemm)
+    assert space.invalid(default) is None
+    big = {**default, "BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_stages": 4}
+    assert "shared memory" in space.invalid(big)  # 384 KB of A and B tiles
+    wide = {**default, "BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 16, "num_stages": 2}
+    assert "registers" in space.invalid(wide)  # 256 accumulator registers a thread at 4 warps
+    assert kt.space(gemm, "amd")[0].invalid({**big, "precision": "ieee"}) is None  # sm_90 only
+    attn = Match(
+        "scaled_dot_product_attention", "route", "float32", {"w": [4, 16, 1024, 128]}, ["in0"]
+    )
+    space, default = kt.space(attn)
+    assert space.invalid(default) is None  # 192 KB of Q (twice), K and V tiles
+    assert "shared memory" in space.invalid({**default, "num_stages": 3})

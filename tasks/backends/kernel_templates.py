@@ -64,6 +64,37 @@ _EPILOGUE = {
     "silu": "acc * tl.sigmoid(acc)",
 }
 ROW_LIMIT = 32768  # widest row a "row" (in-registers) variant holds
+# NVIDIA only (what benchmarks/sm90_preflight.md measured on sm_90; other vendors' configs are
+# not pruned by these): the shared memory a block may use, an H100's 227 KB, of which Triton
+# took up to 32 KB beyond shared_bytes' operand tiles (an epilogue's layout conversion), and
+# the fp32 accumulator registers a thread (of 255) beyond which a tile always spills.
+SHARED_LIMIT = 227 * 1024
+SHARED_SLACK = 32 * 1024
+ACC_LIMIT = 128
+
+
+def shared_bytes(match: Match, c: dict) -> int:
+    """Shared memory the template's pipelined tiles take at config `c` (0: it stages none)."""
+    size = 4 if match.dtype == "float32" else 2
+    if match.op in ("linear", "matmul"):  # A and B tiles a stage
+        return size * c["num_stages"] * (c["BLOCK_K"] * (c["BLOCK_M"] + c["BLOCK_N"]))
+    if match.op == "scaled_dot_product_attention":  # Q twice, K and V a stage each
+        d = max(16, 1 << (_widest(match) - 1).bit_length())  # the template's BLOCK_D
+        return size * d * 2 * (c["BLOCK_M"] + c["num_stages"] * c["BLOCK_N"])
+    return 0
+
+
+def _too_big(match: Match, c: dict, vendor: str, acc: int) -> str | None:
+    """Why config `c` does not fit: its shared memory, or `acc` fp32 accumulator elements over
+    its warps."""
+    if vendor != "nvidia":
+        return None
+    shared, most = shared_bytes(match, c), SHARED_LIMIT - SHARED_SLACK
+    if shared > most:
+        return f"{shared // 1024} KB of shared memory (at most {most // 1024} KB)"
+    if acc > ACC_LIMIT * 32 * c["num_warps"]:
+        return f"an accumulator of {acc // (32 * c['num_warps'])} registers a thread"
+    return None
 
 
 def _widest(match: Match) -> int:
@@ -133,7 +164,16 @@ def space(match: Match, vendor: str = "nvidia") -> tuple[Space, dict]:
                   Param("precision", precision if match.dtype == "float32" else ("native",))]  # fmt: skip
         default = {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "num_stages": 2,
                    "precision": params[-1].values[0]}  # fmt: skip
-        return Space(params), default
+        d = max(16, 1 << (n - 1).bit_length())  # the template's BLOCK_D
+
+        def rule(c):
+            return _too_big(match, c, vendor, c["BLOCK_M"] * d)
+
+        for bn, stages in ((32, 2), (32, 1), (16, 1)):  # a head dim over 128: smaller K/V tiles
+            if rule(default) is None:
+                break
+            default.update(BLOCK_N=bn, num_stages=stages)
+        return Space(params, rule), default
     if match.op == "batch_norm":  # one program a channel, chunks of BLOCK
         params = [Param("BLOCK", (256, 512, 1024, 2048, 4096)), Param("num_warps", (1, 2, 4, 8, 16)),
                   Param("num_stages", (1, 2))]  # fmt: skip
@@ -153,7 +193,9 @@ def space(match: Match, vendor: str = "nvidia") -> tuple[Space, dict]:
                   Param("precision", precision if match.dtype == "float32" else ("native",))]  # fmt: skip
 
         def rule(c):
-            return "tile over 128x128" if c["BLOCK_M"] * c["BLOCK_N"] > 128 * 128 else None
+            if c["BLOCK_M"] * c["BLOCK_N"] > 128 * 128:
+                return "tile over 128x128"
+            return _too_big(match, c, vendor, c["BLOCK_M"] * c["BLOCK_N"])
 
         co_g = match.params.get("out_per_group", 64)  # a depthwise conv has one a group
         default = {"BLOCK_M": 64, "BLOCK_N": 16 if co_g <= 16 else 32 if co_g <= 32 else 64,
@@ -169,7 +211,7 @@ def space(match: Match, vendor: str = "nvidia") -> tuple[Space, dict]:
         def rule(c):
             if c["BLOCK_M"] * c["BLOCK_N"] > 128 * 256:
                 return "tile over 128x256"
-            return None
+            return _too_big(match, c, vendor, c["BLOCK_M"] * c["BLOCK_N"])
 
         default = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 4,
                    "num_stages": 3, "precision": params[-1].values[0]}  # fmt: skip
