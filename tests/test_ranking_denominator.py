@@ -113,6 +113,35 @@ def test_a_drifted_baseline_beside_the_candidate_flags_it_and_inflates_nothing(t
     assert alone[0].status == "flagged" and not any(r.status == "winner" for r in alone)
 
 
+def test_a_win_beyond_the_baselines_move_stands_and_one_within_it_does_not(tmp_path):
+    """The H100 case (2026-12-06): spreads of a few hundredths of a per cent, the baseline
+    beside 0.7% over its frozen figure, a template at 1.31x: flagged for the move until the
+    rule asked whether the move could account for the win."""
+    spec = {"name": "op", "entry": "kernel.py:op", "language": "torch",
+            "workloads": [{"name": "w", "timed": True}]}  # fmt: skip
+    base = {"device": "cuda", "workloads": {"w": {"median_ms": 2.709, "spread_ms": 0.001,
+                                                  "samples_ms": [2.708, 2.709, 2.710]}}}  # fmt: skip
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    (tmp_path / "baseline.json").write_text(json.dumps(base))
+    frozen = BaselineWorkload(median_ms=2.709, spread_ms=0.001)
+    said = drift(timing(2.729, rel=0.0005), frozen)
+    assert said and "1.007x" in said  # a move beyond both spreads, and said
+
+    def moved(name, median):
+        r = result(name, median, 2.729, drifted_by=said)
+        w = r.verdict.workloads[0]
+        w.baseline_ms, w.frozen_baseline_ms, w.timing = 2.709, 2.709, timing(median, rel=0.0005)
+        return r
+
+    far, near = moved("template", 2.06), moved("compile", 2.69)
+    review = Review(candidate="template", decision="accepted", reasons=["ok"])
+    rows, winner = rank([lane([far, near], review)], None, tmp_path)
+    assert winner is not None and winner.name == "template"
+    assert winner.speedup == pytest.approx(2.709 / 2.06)
+    row = next(r for r in rows if r.name == "compile")
+    assert row.status == "flagged" and "drifted" in row.detail  # 1.007x: the move could be it
+
+
 def test_drift_needs_a_move_beyond_both_spreads():
     frozen = BaselineWorkload(median_ms=1.0, spread_ms=0.1)
     assert drift(timing(1.05, rel=0.02), frozen) is None  # within the frozen spread

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 
 from scripts.timing import MIN_SAMPLES
-from scripts.verdict import Status
+from scripts.verdict import Status, WorkloadVerdict
 from tasks.models.plan import CandidateResult
 from tasks.models.run import Review
 
@@ -20,6 +20,21 @@ MAX_RELATIVE_SPREAD = 0.25
 
 def max_relative_spread() -> float:
     return float(os.environ.get("BAKEOFF_REVIEW_MAX_SPREAD") or MAX_RELATIVE_SPREAD)
+
+
+def drift_matters(w: WorkloadVerdict) -> bool:
+    """Whether the frozen baseline's move since freeze (`w.drift`, beyond both spreads) could
+    account for this workload's win. On a GPU both spreads are a few hundredths of a per cent,
+    so a move of 0.7% over a run named a drift and flagged a 1.31x win (the H100, 2026-12-06).
+    The win stands when the candidate beats the lower of the two baseline figures, frozen and
+    beside, by more than twice the move: either denominator then gives the same answer."""
+    if not w.drift:
+        return False
+    t, beside, frozen = w.timing, w.baseline_timing, w.frozen_baseline_ms or w.baseline_ms
+    if t is None or beside is None or not frozen or t.median_ms <= 0:
+        return True
+    move = abs(beside.median_ms - frozen) / frozen
+    return min(beside.median_ms, frozen) / t.median_ms <= 1 + 2 * move
 
 
 def passed_by_speed(candidates: list[CandidateResult]) -> list[CandidateResult]:
@@ -44,7 +59,7 @@ def timing_doubts(result: CandidateResult) -> list[str]:
         t = w.timing
         if t is None:
             continue
-        if w.drift:  # the baseline beside it moved from its frozen figure: a moved machine
+        if drift_matters(w):  # the baseline beside it moved as much as the win: a moved machine
             reasons.append(f"workload {w.workload}: {w.drift}")
         rel = t.spread_ms / t.median_ms if t.median_ms > 0 else float("inf")
         limit = max_relative_spread()

@@ -33,7 +33,7 @@ from typing import NamedTuple
 from scripts.baseline import FrozenBaseline
 from scripts.spec import OpSpec
 from scripts.verdict import Status, geomean
-from tasks.check.standing import max_relative_spread, timing_doubts
+from tasks.check.standing import drift_matters, max_relative_spread, timing_doubts
 from tasks.models.plan import CandidateResult
 from tasks.models.run import CandidateRow, DiscoverOutcome, LaneResult, Review, Standing
 
@@ -146,7 +146,7 @@ def figures(result: CandidateResult, frozen: dict[str, float]) -> Figures:
         median[w.workload] = ms
         speedups[w.workload] = base / ms if ms and base else None
         beside[w.workload] = w.baseline_timing.median_ms if w.baseline_timing else None
-        if w.drift and w.status is Status.PASSED:
+        if w.status is Status.PASSED and drift_matters(w):
             drift.append(f"workload {w.workload}: {w.drift}")
     values = list(speedups.values())
     ok = result.verdict.status is Status.PASSED and values and all(values)
