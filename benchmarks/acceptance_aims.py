@@ -179,7 +179,8 @@ def ncu_aim(aims: dict, ncu: dict, single: dict | None) -> None:
 
 def _winner_vs_peers(problem: dict, rows: list[dict]) -> dict | None:
     """The bake-off's winner (the baseline where it kept it) against the fastest of its do_bench
-    peers (eager, compile default, max-autotune, coordinate descent), each by `reference_ms`;
+    peers (eager, compile default, max-autotune, coordinate descent), each by `reference_ms`
+    (a winner of another kind, a template or a library, by its own do_bench row);
     a host-bound row of an older record, without a head-start figure, by the harness's device
     time, which is what the bake-off ranks on. So is every row of a problem whose fastest peer
     is under 10 us, outside both device-time aims: do_bench there reads launch gaps, head start
@@ -194,12 +195,20 @@ def _winner_vs_peers(problem: dict, rows: list[dict]) -> dict | None:
         by_name = {r["name"]: r["harness_ms"] for r in rows}
         figures = {n: (by_name[n], host) for n, (_, host) in figures.items()}
     mine_name = problem["winner"] or "baseline"
-    if mine_name not in figures:
+    mine = figures.get(mine_name)
+    if mine is None:  # a template, library or lane kernel: its own do_bench row
+        own = next((r for r in rows if r["name"] == mine_name and r.get("do_bench_ms")), None)
+        if own and own.get("harness_ms"):
+            ms = own["harness_ms"] if tiny else reference_ms(own) or own["harness_ms"]
+            mine = (ms, host_bound(own))
+    if mine is None:
         return {"winner": mine_name, "not_compared": "the winner has no do_bench figure"}
-    if len(figures) < 2:
+    if not figures or (mine_name in figures and len(figures) < 2):
         return None
-    best = min(figures, key=lambda n: figures[n][0])
-    mine_ms = figures[mine_name][0]
+    best = min(figures, key=lambda n: figures[n][0])  # the peers (the winner, if one of them)
+    mine_ms = mine[0]
+    if mine_name not in figures and mine[1]:
+        figures = {**figures, mine_name: mine}  # named among the host-bound rows below
     return {
         "winner": mine_name,
         "winner_ms": mine_ms,

@@ -100,6 +100,23 @@ def test_a_winner_without_a_do_bench_figure_is_named_not_compared():
     assert not aims["winner not slower than the best peer"]["met"]  # nothing was compared
 
 
+def test_a_template_winner_is_compared_by_its_own_do_bench_row():
+    """The H100 layernorm (2026-12-06): a template won at 0.3879 ms by do_bench against
+    compile's 0.4486; the aim had read only the peer kinds' rows and compared nothing."""
+    rows = [
+        row("torch-compile-default", 0.4529, 0.4519, 0.44),
+        row("torch-compile-coordinate-descent", 0.449, 0.4486, 0.32),
+        row("baseline", 8.201, 8.074, 0.17),
+        row("template-layer_norm-9fb8c322", 0.3887, 0.3879, 0.43),
+    ]
+    aims = judge(rows, [problem("template-layer_norm-9fb8c322", 0.3887, 8.074, 20.79)], [])
+    gap = aims["winner not slower than the best peer"]["value"]["p"]
+    assert gap["best_peer"] == "torch-compile-coordinate-descent"
+    assert gap["winner_ms"] == 0.3879 and round(gap["gap"], 3) == round(0.3879 / 0.4486 - 1, 3)
+    beyond = aims["winner beyond the best of eager and compile"]
+    assert beyond["value"] == {"beyond": ["p"], "compared": 1} and beyond["met"]
+
+
 def test_a_row_do_bench_reads_faster_with_a_head_start_is_compared_with_that_figure():
     # softmax_small's coordinate descent at 337fad6: harness 17.4 us, do_bench 25.2 us; given
     # a head start do_bench reads 17.6 us, so plain do_bench timed part of the host's queueing
