@@ -171,3 +171,36 @@ def test_a_noisy_frozen_baseline_is_said_in_one_line_and_in_the_report(task):
                     measurement=measurement(task))  # fmt: skip
     text = render("report.md.j2", report=report)
     assert text.count(line) == 1 and f"- **Noisy baseline**: {line}" in text
+
+
+def test_a_win_the_host_cannot_keep_up_with_is_flagged_and_one_it_can_stands(tmp_path):
+    """The H100 fp32 GEMM (2026-12-06): FlagGems ran 2.085 ms on the device against cuBLAS's
+    2.649, but its host took 3.84 ms to queue each call: in a caller's loop, 0.69x."""
+    spec = {"name": "op", "entry": "kernel.py:op", "language": "torch",
+            "workloads": [{"name": "w", "timed": True}]}  # fmt: skip
+    base = {"device": "cuda", "workloads": {"w": {"median_ms": 2.649, "spread_ms": 0.001,
+            "clock": "cuda_event", "host_call_ms": 0.157,
+            "samples_ms": [2.648, 2.649, 2.650]}}}  # fmt: skip
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    (tmp_path / "baseline.json").write_text(json.dumps(base))
+
+    def checked(name, median, host):
+        r = result(name, median, 2.649)
+        w = r.verdict.workloads[0]
+        w.baseline_ms, w.frozen_baseline_ms = 2.649, 2.649
+        w.timing = timing(median, rel=0.0005).model_copy(update={"host_call_ms": host})
+        return r
+
+    paced = checked("flag-gems", 2.085, 3.84)
+    kept_up = checked("template", 2.30, 0.41)
+    review = Review(candidate="flag-gems", decision="accepted", reasons=["ok"])
+    rows, winner = rank([lane([paced, kept_up], review)], None, tmp_path)
+    row = next(r for r in rows if r.name == "flag-gems")
+    assert row.status == "flagged" and "host-bound" in row.detail and "0.690x" in row.detail
+    assert row.speedup == pytest.approx(2.649 / 2.085)  # the device figure stays in the row
+    assert winner is not None and winner.name == "template"  # the next of the lane, promoted
+    # a host that paces the loop but still beats the baseline's own loop: the win stands
+    fast = checked("fast", 0.5, 1.0)
+    rows, winner = rank([lane([fast], Review(candidate="fast", decision="accepted",
+                                              reasons=["ok"]))], None, tmp_path)  # fmt: skip
+    assert winner is not None and winner.name == "fast"
