@@ -217,6 +217,7 @@ class Judge:
         # child still gets the whole (valid) spec and runs only the workloads it is seeded for.
         self.spec = quick_spec(self.full_spec) if request.quick else self.full_spec
         self.seeds = self._fresh_seeds()
+        self.judged = False  # torch ran its ops here: the children after start fresh
 
     def _fresh_seeds(self) -> list[protocol.WorkloadSeeds]:
         request = self.req
@@ -242,6 +243,11 @@ class Judge:
         retried = []
         while len(retried) + 1 < judge_clock.CLOCK_TRIES and _only_the_clock(verdict):
             retried.append(verdict.reason)
+            # fresh interpreters from here: judging ran torch ops in this process, and a child
+            # forked after OpenMP's threads started can hang in its first parallel op (a
+            # lane's honest copy sat after its hello until the check's deadline, twice, when
+            # its lease set OMP_NUM_THREADS=2)
+            self.judged = True
             self.seeds = self._fresh_seeds()
             verdict = self._run_once()
         if retried:
@@ -369,10 +375,11 @@ class Judge:
 
     def _can_fork(self) -> bool:
         """Fork the candidates' processes from this one (skipping their interpreter start and
-        torch import) when this judge was itself forked warm and has not touched a device yet.
+        torch import) when this judge was itself forked warm and has neither touched a device
+        nor judged a run yet.
         A candidate whose environment sets what torch, Triton or their runtimes may have read
         on import (`READ_AT_IMPORT`) starts fresh instead."""
-        if "scripts.child" not in sys.modules:
+        if "scripts.child" not in sys.modules or self.judged:
             return False
         import torch
 

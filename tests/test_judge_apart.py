@@ -86,6 +86,25 @@ def test_a_clock_bound_tripped_once_is_judged_again_with_fresh_seeds(task, tmp_p
 
 
 @boxed
+def test_the_run_again_starts_fresh_processes_after_two_openmp_threads_judged(tmp_path):
+    """A run again forked from the judge after it had judged with OpenMP's threads (a lease's
+    OMP_NUM_THREADS=2, a reference large enough to run in parallel): both children hung after
+    their hello until the deadline, and an honest candidate came out TIMEOUT (CI, 3608b9c)."""
+    measure = partial(measure_baseline, samples=5, warmup=1, trials=1)
+    wide = freeze(ROOT / "examples" / "rmsnorm_torch", tmp_path / "task", measure=measure)
+    verdict = check(
+        wide,
+        CORPUS / "forges_once.py",
+        cache_dir=tmp_path / "cache",
+        timeout_s=60,
+        device_env={"OMP_NUM_THREADS": "2"},
+        **SMALL,
+    )
+    assert verdict.status is Status.PASSED, (verdict.status, verdict.reason)
+    assert verdict.harness_phases.get("clock_retries") == 1.0, verdict.harness_phases
+
+
+@boxed
 def test_ending_a_sample_early_on_the_channel_is_flagged(task):
     verdict = check(task, CORPUS / "early_end.py", timeout_s=120, **SMALL)
     assert verdict.status is Status.FLAGGED, (verdict.status, verdict.reason)
