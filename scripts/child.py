@@ -35,6 +35,7 @@ from scripts import compare, launches, protocol, sandbox, settle, stream_audit, 
 from scripts.arch import detect, flush_bytes  # noqa: E402
 from scripts.fingerprint import device_kind  # noqa: E402
 from scripts.formats import module_for  # noqa: E402
+from scripts.reference import values_only  # noqa: E402
 from scripts.smclock import SmClock  # noqa: E402
 from scripts.torch_work import Tally  # noqa: E402
 from scripts.verdict import Status  # noqa: E402
@@ -480,9 +481,7 @@ def main(argv: list[str]) -> int:
     sm_clock = SmClock()  # None on every read without an NVIDIA device
     spec = request.spec
     fmt = module_for(spec.format)
-    torch.set_grad_enabled(False)  # as in the judge: values, not autograd graphs
-    if device == "cpu" and "OMP_NUM_THREADS" not in os.environ:
-        torch.set_num_threads(1)  # a host clock on a shared machine: one thread varies least
+    values_only(device)  # as in the judge's reference
     launches.install_extensions()  # before the candidate binds load_inline / load, or triton
     guard = Guard(device)
     hello = protocol.ChildHello(device=device, clock=clock.kind, flush_bytes=flushed)

@@ -30,14 +30,20 @@ def private_caches(root: Path) -> None:
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(fresh / "inductor")
 
 
+def values_only(device: str) -> None:
+    """How torch runs in the judge's reference and the candidate's process alike: values, not
+    autograd graphs, and on a CPU one intra-op thread unless OMP_NUM_THREADS says otherwise. A
+    host clock on a shared machine varies least on one thread, and two OpenMP threads on a host
+    whose other core is busy spin against each other (the judge's reference took 1.2-1.9 s a
+    check instead of 0.3 s at a load of 3 on two cores: docs/harness.md)."""
+    torch.set_grad_enabled(False)
+    if device == "cpu" and "OMP_NUM_THREADS" not in os.environ:
+        torch.set_num_threads(1)
+
+
 class Reference:
     def __init__(self, spec: OpSpec, src_dir: Path, device: str):
-        torch.set_grad_enabled(False)  # as in the child: values, not autograd graphs
-        if device == "cpu" and "OMP_NUM_THREADS" not in os.environ:
-            # as the child times: one thread. Two OpenMP threads on a host whose other core
-            # is busy spin against each other: judging a check took 1.2-1.9 s instead of 0.3 s
-            # at a load of 3 on two cores (docs/harness.md)
-            torch.set_num_threads(1)
+        values_only(device)
         self.spec = spec
         self.src_dir = Path(src_dir)
         self.device = device
