@@ -79,7 +79,7 @@ def shared_bytes(match: Match, c: dict) -> int:
     if match.op in ("linear", "matmul"):  # A and B tiles a stage
         return size * c["num_stages"] * (c["BLOCK_K"] * (c["BLOCK_M"] + c["BLOCK_N"]))
     if match.op == "scaled_dot_product_attention":  # Q twice, K and V a stage each
-        d = max(16, 1 << (_widest(match) - 1).bit_length())  # the template's BLOCK_D
+        d = _block_d(match)
         return size * d * 2 * (c["BLOCK_M"] + c["num_stages"] * c["BLOCK_N"])
     return 0
 
@@ -95,6 +95,11 @@ def _too_big(match: Match, c: dict, vendor: str, acc: int) -> str | None:
     if acc > ACC_LIMIT * 32 * c["num_warps"]:
         return f"an accumulator of {acc // (32 * c['num_warps'])} registers a thread"
     return None
+
+
+def _block_d(match: Match) -> int:
+    """The attention template's BLOCK_D: the head dim to a power of two, at least 16."""
+    return max(16, 1 << (_widest(match) - 1).bit_length())
 
 
 def _widest(match: Match) -> int:
@@ -164,7 +169,7 @@ def space(match: Match, vendor: str = "nvidia") -> tuple[Space, dict]:
                   Param("precision", precision if match.dtype == "float32" else ("native",))]  # fmt: skip
         default = {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "num_stages": 2,
                    "precision": params[-1].values[0]}  # fmt: skip
-        d = max(16, 1 << (n - 1).bit_length())  # the template's BLOCK_D
+        d = _block_d(match)
 
         def rule(c):
             return _too_big(match, c, vendor, c["BLOCK_M"] * d)
