@@ -135,13 +135,17 @@ def main(argv: list[str] | None = None) -> int:
         f"{flush * args.samples * count / 1e3:.2f} s per check"
     )
     print()
-    print("| check | wall s | in candidate s | harness s | harness s per candidate-workload |")
-    print("| --- | --- | --- | --- | --- |")
+    print(
+        "| check | wall s | in candidate s | harness s | harness s per candidate-workload "
+        "| the judge's phases s |"
+    )
+    print("| --- | --- | --- | --- | --- | --- |")
     for i, (verdict, wall) in enumerate(verdicts, 1):
         harness = verdict.harness_seconds
+        phases = ", ".join(f"{k} {v:.2f}" for k, v in verdict.harness_phases.items())
         print(
             f"| {i} | {wall:.2f} | {verdict.candidate_seconds:.2f} | {harness:.2f} "
-            f"| {harness / count:.2f} |"
+            f"| {harness / count:.2f} | {phases} |"
         )
     print()
     print("| workload | median ms per check | largest difference | spread (IQR) ms per check |")
