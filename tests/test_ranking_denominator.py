@@ -11,6 +11,7 @@ import pytest
 from scripts.baseline import BaselineWorkload
 from scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
 from scripts.verify import drift, drifted
+from tasks.check.standing import timing_doubts
 from tasks.models.plan import CandidateRef, CandidateResult
 from tasks.models.run import LaneResult, Review
 from tasks.report.ranking import rank
@@ -179,7 +180,6 @@ def test_a_win_the_host_cannot_keep_up_with_is_flagged_and_one_it_can_stands(tmp
     spec = {"name": "op", "entry": "kernel.py:op", "language": "torch",
             "workloads": [{"name": "w", "timed": True}]}  # fmt: skip
     base = {"device": "cuda", "workloads": {"w": {"median_ms": 2.649, "spread_ms": 0.001,
-            "clock": "cuda_event", "host_call_ms": 0.157,
             "samples_ms": [2.648, 2.649, 2.650]}}}  # fmt: skip
     (tmp_path / "spec.json").write_text(json.dumps(spec))
     (tmp_path / "baseline.json").write_text(json.dumps(base))
@@ -189,10 +189,14 @@ def test_a_win_the_host_cannot_keep_up_with_is_flagged_and_one_it_can_stands(tmp
         w = r.verdict.workloads[0]
         w.baseline_ms, w.frozen_baseline_ms = 2.649, 2.649
         w.timing = timing(median, rel=0.0005).model_copy(update={"host_call_ms": host})
+        w.baseline_timing = timing(2.649, rel=0.0005).model_copy(update={"host_call_ms": 0.157})
         return r
 
     paced = checked("flag-gems", 2.085, 3.84)
     kept_up = checked("template", 2.30, 0.41)
+    # the reviewer and the ranking read one rule (tasks/check/standing.py)
+    assert any("host-bound" in why for why in timing_doubts(paced)), timing_doubts(paced)
+    assert timing_doubts(kept_up) == []
     review = Review(candidate="flag-gems", decision="accepted", reasons=["ok"])
     rows, winner = rank([lane([paced, kept_up], review)], None, tmp_path)
     row = next(r for r in rows if r.name == "flag-gems")

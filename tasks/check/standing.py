@@ -1,7 +1,8 @@
 """Whether a checked candidate's figure stands: the rules every reader of a verdict applies
 after the judge (the reviewer without a model, a model reviewer's floor, the report's ranking
 and promotion). The judge decides pass or fail; these decide whether a passing figure is one to
-act on: enough samples, taken on a quiet device, a frozen baseline that did not drift."""
+act on: enough samples, taken on a quiet device, a frozen baseline that did not drift, a win
+the host can keep up with."""
 
 from __future__ import annotations
 
@@ -37,6 +38,28 @@ def drift_matters(w: WorkloadVerdict) -> bool:
     return min(beside.median_ms, frozen) / t.median_ms <= 1 + 2 * move
 
 
+def host_paced(w: WorkloadVerdict) -> str | None:
+    """Why this workload's win is lost at the host's pace (None when it is not): on a device,
+    a host that takes longer to queue a call than the device takes to run it sets the pace of
+    a caller's loop, which then runs no faster than the baseline's own loop (its device time,
+    or its host's time per call in the run beside, whichever is longer). FlagGems' fp32 GEMM
+    on the H100 (2026-12-06): 2.085 ms on the device, 3.84 ms of host a call, 0.69x cuBLAS."""
+    t, frozen = w.timing, w.frozen_baseline_ms or w.baseline_ms
+    if t is None or t.clock == "host" or not frozen or t.median_ms <= 0:
+        return None
+    if not t.host_call_ms or t.host_call_ms <= t.median_ms:
+        return None
+    beside = w.baseline_timing.host_call_ms if w.baseline_timing else None
+    pace = max(frozen, beside or 0.0) / t.host_call_ms
+    if pace > 1 + t.spread_ms / t.median_ms:
+        return None
+    return (
+        f"workload {w.workload}: host-bound: its host takes {t.host_call_ms:.4g} ms to queue a "
+        f"call, more than its {t.median_ms:.4g} ms on the device; called in a loop it runs at "
+        f"the host's pace, {pace:.3f}x the baseline's"
+    )
+
+
 def passed_by_speed(candidates: list[CandidateResult]) -> list[CandidateResult]:
     """Candidates that passed every workload, fastest first; the input re-measured never counts."""
     passed = [
@@ -61,6 +84,8 @@ def timing_doubts(result: CandidateResult) -> list[str]:
             continue
         if drift_matters(w):  # the baseline beside it moved as much as the win: a moved machine
             reasons.append(f"workload {w.workload}: {w.drift}")
+        if paced := host_paced(w):  # a caller's loop waits on the host: no win anyone sees
+            reasons.append(paced)
         rel = t.spread_ms / t.median_ms if t.median_ms > 0 else float("inf")
         limit = max_relative_spread()
         if rel > limit:

@@ -33,7 +33,7 @@ from typing import NamedTuple
 from scripts.baseline import FrozenBaseline
 from scripts.spec import OpSpec
 from scripts.verdict import Status, geomean
-from tasks.check.standing import drift_matters, max_relative_spread, timing_doubts
+from tasks.check.standing import drift_matters, host_paced, max_relative_spread, timing_doubts
 from tasks.models.plan import CandidateResult
 from tasks.models.run import CandidateRow, DiscoverOutcome, LaneResult, Review, Standing
 
@@ -54,16 +54,6 @@ def baseline_stats(task_dir: Path) -> tuple[dict[str, float], dict[str, float]]:
         else:
             spreads[name] = 0.0
     return medians, spreads
-
-
-def baseline_loop_ms(task_dir: Path) -> dict[str, float]:
-    """Per timed workload, the frozen baseline's time per call in a loop: its device time, or
-    the host's time to queue a call where that is longer (a device clock only)."""
-    base = FrozenBaseline.read(Path(task_dir))
-    return {
-        name: max(wl.median_ms, wl.host_call_ms or 0.0) if wl.clock != "host" else wl.median_ms
-        for name, wl in base.workloads.items()
-    }
 
 
 def noisy_baseline(task_dir: Path) -> str | None:
@@ -141,17 +131,12 @@ class Figures(NamedTuple):
     speedup: float | None  # geometric mean; PASSED verdicts only
     beside_ms: dict[str, float | None]  # the baseline timed beside it: the drift detector
     drift: list[str]  # each workload whose beside run moved beyond both spreads, and how
-    # (workload, its speedup at the host's pace, why) where the host takes longer to queue a
-    # call than the device takes to run it: called in a loop, it runs at the host's pace
-    host_paced: list[tuple[str, float, str]] = []
+    paced: list[str]  # each workload whose win a caller's loop would lose to the host, and why
 
 
-def figures(
-    result: CandidateResult, frozen: dict[str, float], loops: dict[str, float] | None = None
-) -> Figures:
+def figures(result: CandidateResult, frozen: dict[str, float]) -> Figures:
     """Speedups recomputed here from the frozen medians, whatever denominator the verdict used:
-    rows are never compared through different denominators. `loops`: the frozen baseline's
-    time per call in a loop (`baseline_loop_ms`), for candidates the host paces."""
+    rows are never compared through different denominators."""
     median, speedups, beside, drift, paced = {}, {}, {}, [], []
     for w in result.verdict.workloads:
         if w.checked_only:
@@ -164,14 +149,8 @@ def figures(
         beside[w.workload] = w.baseline_timing.median_ms if w.baseline_timing else None
         if w.status is Status.PASSED and drift_matters(w):
             drift.append(f"workload {w.workload}: {w.drift}")
-        host = w.timing.host_call_ms if timed and w.timing.clock != "host" else None
-        if host and host > ms and loops and loops.get(w.workload):
-            pace = loops[w.workload] / host
-            paced.append((w.workload, pace, (
-                f"workload {w.workload}: host-bound: its host takes {host:.4g} ms to queue a "
-                f"call, more than its {ms:.4g} ms on the device; called in a loop it runs at "
-                f"the host's pace, {pace:.3f}x the baseline's"
-            )))  # fmt: skip
+        if w.status is Status.PASSED and (why := host_paced(w)):
+            paced.append(why)
     values = list(speedups.values())
     ok = result.verdict.status is Status.PASSED and values and all(values)
     return Figures(median, speedups, geomean(values) if ok else None, beside, drift, paced)
@@ -201,10 +180,8 @@ def _status(
         )
     if drift:  # its figure was taken on a machine that had moved: not a number to rank on
         return Standing.FLAGGED, "; ".join(drift) + "; check it again on a quiet machine"
-    # the device time wins, but a caller's loop waits on the host: not a win anyone would see
-    lost = [why for _, pace, why in (fig.host_paced if fig else []) if pace <= 1 + (m or 0.0)]
-    if lost:
-        return Standing.FLAGGED, "; ".join(lost)
+    if fig and fig.paced:  # the device time wins, but a caller's loop waits on the host
+        return Standing.FLAGGED, "; ".join(fig.paced)
     if review is not None and result.candidate.name in review.flagged:
         return Standing.FLAGGED, "; ".join(review.flagged[result.candidate.name])
     if review is None or review.candidate != result.candidate.name:
@@ -221,13 +198,10 @@ def _status(
     return Standing.ELIGIBLE, "; ".join(review.reasons)
 
 
-def _row(
-    result, source, review, failed_reason, base, base_interp=False, loops=None
-) -> CandidateRow:
-    """`base`: the frozen baseline's (medians, relative spreads) per workload; `loops`: its
-    time per call in a loop (`baseline_loop_ms`)."""
+def _row(result, source, review, failed_reason, base, base_interp=False) -> CandidateRow:
+    """`base`: the frozen baseline's (medians, relative spreads) per workload."""
     m = margin(result, base[1])
-    fig = figures(result, base[0], loops)
+    fig = figures(result, base[0])
     status, detail = _status(result, review, failed_reason, m, base_interp, fig)
     return CandidateRow(
         rank=0,
@@ -319,23 +293,17 @@ def rank(
 ) -> tuple[list[CandidateRow], CandidateRow | None]:
     """Every candidate in one table, fastest first, and the winner or None."""
     base = baseline_stats(task_dir)
-    loops = baseline_loop_ms(task_dir)
     interp = baseline_interpreted(task_dir)
     groups = []
     for lane in lanes:
         failed = (lane.reason or "lane failed") if lane.status == "failed" else None
-        group = [
-            (r, _row(r, lane.key, lane.review, failed, base, interp, loops))
-            for r in lane.candidates
-        ]
+        group = [(r, _row(r, lane.key, lane.review, failed, base, interp)) for r in lane.candidates]
         _promote(group, lane.review)
         groups += group
     if discovered is not None:
         plan = discovered.plan
         found = plan.measured + ([plan.env_candidate] if plan.env_candidate else [])
-        group = [
-            (r, _row(r, "discover", discovered.review, None, base, interp, loops)) for r in found
-        ]
+        group = [(r, _row(r, "discover", discovered.review, None, base, interp)) for r in found]
         _promote(group, discovered.review)
         groups += group
     rows = _one_row_per_check(groups)
