@@ -106,6 +106,7 @@ def test_the_run_again_starts_fresh_processes_after_two_openmp_threads_judged(tm
     assert "did not finish" not in (verdict.reason or ""), verdict.reason
     assert verdict.harness_phases.get("clock_retries", 0) >= 1, verdict.harness_phases
     assert verdict.harness_phases["candidate_process_s"] < 50, verdict.harness_phases
+    assert all(w.timing.median_ms > 0.01 for w in verdict.workloads if w.timing), verdict
 
 
 @boxed

@@ -1,6 +1,6 @@
 """class: the candidate writes its own clock.
 
-Correct, but sleeps 10 ms in every call. It sends its own end-of-sample lines on the harness's
+Correct, but sleeps 50 ms in every call (more than a loaded host can hide in the harness's part). It sends its own end-of-sample lines on the harness's
 channel ahead of the harness's, and at exit shrinks the samples in its results files to 0.01 ms.
 Outcome: FLAGGED: the judge's own clock (the span from dealing a sample's inputs to its
 outputs' projections) does not allow the reported samples, in each of the judge's runs.
@@ -30,5 +30,5 @@ atexit.register(shrink)
 
 
 def rmsnorm(x, weight, eps=1e-6):
-    time.sleep(0.010)
+    time.sleep(0.050)
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight

@@ -1,4 +1,5 @@
-"""Forges its clock in its first process only: sleeps 10 ms a call and shrinks its samples to
+"""Forges its clock in its first process only: sleeps 50 ms a call (more than a loaded host's
+harness part can hide: at 10 ms one CI run did not trip the bound) and shrinks its samples to
 0.01 ms at exit, leaving a mark in its own compilers' cache (the one directory of it that
 outlives a process); a later process finds the mark and runs honestly, without the sleep.
 Outcome: the judge's clock bound trips once, the judge runs the check again with fresh seeds,
@@ -34,5 +35,5 @@ if FORGING:
 
 def rmsnorm(x, weight, eps=1e-6):
     if FORGING:
-        time.sleep(0.010)
+        time.sleep(0.050)
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
