@@ -247,7 +247,7 @@ def corpus_samples(where: Path) -> dict:
 
 def floors_of(run_dir: Path) -> dict[str, dict]:
     """Per timed workload, the op's floor on this device and whether bytes set it (the report's
-    roofline: tasks/report/roofline.py, flops and bytes from Discover's trace where the spec is silent)."""
+    roofline: tasks/check/roofline.py, flops and bytes from Discover's trace where the spec is silent)."""
     from tasks.report.html import discover_context, load_run
 
     try:

@@ -25,8 +25,8 @@ from scripts.formats import module_for  # noqa: E402
 from scripts.freeze import freeze, load_task  # noqa: E402
 from tasks import backends  # noqa: E402
 from tasks.discover.plan import discover  # noqa: E402
+from tasks.engine.search_lane import run_search  # noqa: E402
 from tasks.models.plan import CandidateRef, CandidateResult  # noqa: E402
-from tasks.search.lane import run_search  # noqa: E402
 from tasks.search.score import score, workload_ms  # noqa: E402
 
 PEERS = {

@@ -33,11 +33,13 @@ from flows import phases
 from flows.discover import discover
 from flows.freeze import freeze
 from flows.lane import lane, lane_store
+from flows.opening import validate
 from flows.prefect_workarounds import LaneStarts, outlive_worker, subflows_without_heartbeats
 from flows.report import publish, report
 from tasks.agents import check_agents
+from tasks.agents.settings import agent_identity
 from tasks.models.progress import RunProgress
-from tasks.models.request import BakeoffRequest, parse_request, resolve_lanes, validate
+from tasks.models.request import BakeoffRequest, parse_request, resolve_lanes
 from tasks.models.run import LaneConfig, LaneResult, Report
 from tasks.run.lock import run_lock
 from tasks.run.store import RunStore, default_run_dir, lane_cache_key, now
@@ -59,7 +61,7 @@ def _failed(config: LaneConfig, reason: str) -> LaneResult:
         mode=config.lane.mode,
         status="failed",
         reason=reason,
-        cache_key=lane_cache_key(config),
+        cache_key=lane_cache_key(config, agent_identity()),
         attempt=config.attempt,
         finished=now(),
         lane_dir=str(lane_store(config).root),
@@ -99,7 +101,7 @@ def _via_deployment(config: LaneConfig, deployment: str) -> LaneResult:
 def reuse(config: LaneConfig) -> LaneResult | None:
     """The completed result of an earlier run with the same cache key, marked reused."""
     store = lane_store(config)
-    earlier = store.reusable(lane_cache_key(config))
+    earlier = store.reusable(lane_cache_key(config, agent_identity()))
     if earlier is None:
         return None
     store.progress(

@@ -52,7 +52,7 @@ def cmd_freeze(args) -> int:
     degenerate = spec.degenerate.message if spec.degenerate else None
     if degenerate:
         print(f"bakeoff freeze: warning: {degenerate}", file=sys.stderr)
-    from tasks.report.ranking import noisy_baseline
+    from tasks.check.standing import noisy_baseline
 
     noisy = noisy_baseline(task)
     if noisy:  # every speedup will divide by this figure: said at once, on stderr
@@ -82,7 +82,7 @@ def cmd_check(args) -> int:
     from scripts.candidate_fit import refuse_unfit
     from scripts.check import check
     from scripts.freeze import load_task, measure_baseline
-    from tasks.report.ranking import noisy_baseline
+    from tasks.check.standing import noisy_baseline
 
     task, candidate = Path(args.task_dir), Path(args.candidate)
     if not task.exists():

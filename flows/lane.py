@@ -26,7 +26,7 @@ from scripts.freeze import load_task
 from scripts.verdict import Status
 from tasks.agents import RoleFailed, ask, deterministic
 from tasks.agents.reviewing import review
-from tasks.agents.settings import NO_MODEL
+from tasks.agents.settings import NO_MODEL, agent_identity
 from tasks.check.evaluate import Evaluator
 from tasks.check.gpu_pool import DevicePool
 from tasks.models.run import LaneConfig, LaneResult, Lease
@@ -175,7 +175,7 @@ def lane(config: LaneConfig) -> LaneResult:
         mode=lane_spec.mode,
         status="failed",
         reason="did not finish",
-        cache_key=lane_cache_key(config),
+        cache_key=lane_cache_key(config, agent_identity()),
         attempt=config.attempt,
         started=now(),
         lane_dir=str(store.root),

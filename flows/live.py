@@ -25,12 +25,13 @@ from rich.progress import (
 )
 
 from flows import phases
+from flows.opening import validate
 from flows.prefect_workarounds import start_beside_freeze, subflows_without_heartbeats
 from flows.run_table import lane_lines, ranking_table, short, winner_line
 from tasks.check.freezing import freeze_isolated
 from tasks.check.gpu_pool import resolve
 from tasks.models.progress import LaneProgress
-from tasks.models.request import BakeoffRequest, validate
+from tasks.models.request import BakeoffRequest
 from tasks.models.run import Report
 from tasks.run.lock import run_lock
 from tasks.run.store import LaneStore, RunStore, default_run_dir, write_json

@@ -19,10 +19,11 @@ from prefect.artifacts import (
 )
 
 from scripts import manifest
+from tasks.check.standing import baseline_stats
 from tasks.models.run import DiscoverOutcome, LaneResult, Report, Standing
 from tasks.report import html as report_html
 from tasks.report.baseline_agreement import disagreement
-from tasks.report.ranking import baseline_stats, measurement, rank
+from tasks.report.ranking import measurement, rank
 from tasks.report.render import render
 from tasks.run.store import write_json
 from tasks.store import history

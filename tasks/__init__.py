@@ -7,11 +7,13 @@ a report section templates/ and tasks/report/
 a model          tasks/models/ (what flows hand each other and what lands as JSON)
 
 models/    the request, Discover's plan, lanes and the ranked report, progress
-check/     the harness called on a leased device: checks, freezes, the device pool, rules
+check/     the harness called on a leased device: checks, freezes, the device pool, deadlines,
+           the review rules (standing.py), roofline floors
 discover/  Discover's measurements, lane plan, resume and table
-search/    search lanes: spaces, strategies, the tuning loop
+search/    spaces, strategies, the tuning loop
+engine/    the lane engine: the search lane's loop over a backend's space (more to come)
 agents/    role agents, their drivers, and the deterministic responders without a model
-report/    ranking on the frozen baseline, roofline floors, report.md and report.html
+report/    ranking on the frozen baseline, report.md and report.html
 run/       the run directory: store, lock, input identity
 store/     the history database across runs
 apply/     the winner onto a git branch of the original repository

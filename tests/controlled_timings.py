@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from scripts.verdict import Status, Timing, Verdict
-from tasks.report.ranking import baseline_stats
+from tasks.check.standing import baseline_stats
 
 WIN = 3.0
 CANDIDATE_SPREAD = 0.01  # relative interquartile range of the controlled candidate timings

@@ -7,6 +7,8 @@ re-export: it runs only when a name of the package is asked for). An edge from a
 package above it is dropped: importing the module has imported that package already.
 
     python -m tests.import_graph          prints every circle (strongly connected component)
+    python -m tests.import_graph --rooms  the rooms (tasks/<room>/, flows, scripts) that import
+                                          each other, and the imports made inside functions
 """
 
 from __future__ import annotations
@@ -34,6 +36,48 @@ def _is_type_checking(node: ast.If) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
     )
+
+
+def room(module: str) -> str:
+    """A module's room: `tasks.<room>` inside tasks/, else its top-level package."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "tasks" and len(parts) > 1 else parts[0]
+
+
+def room_edges(graph: dict[str, set[str]] | None = None) -> dict[tuple[str, str], list]:
+    """Every (room, other room) an import crosses, with the module edges that cross it."""
+    graph = edges() if graph is None else graph
+    out: dict[tuple[str, str], list] = {}
+    for a, targets in graph.items():
+        for b in targets:
+            if room(a) != room(b):
+                out.setdefault((room(a), room(b)), []).append((a, b))
+    return out
+
+
+def two_way_rooms(graph: dict[str, set[str]] | None = None) -> list[tuple[str, str]]:
+    """The room pairs that import each other (a circle of rooms, if not of modules)."""
+    crossing = room_edges(graph)
+    return sorted((a, b) for a, b in crossing if a < b and (b, a) in crossing)
+
+
+def function_imports() -> int:
+    """Imports of the project's own modules made inside a function, over flows, tasks, scripts."""
+    known = modules()
+    count = 0
+    for path in known.values():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                for inner in ast.walk(node):
+                    if isinstance(inner, ast.Import | ast.ImportFrom) and _own(inner):
+                        count += 1
+    return count
+
+
+def _own(node: ast.Import | ast.ImportFrom) -> bool:
+    if isinstance(node, ast.ImportFrom):
+        return node.level > 0 or (node.module or "").split(".")[0] in PACKAGES
+    return any(alias.name.split(".")[0] in PACKAGES for alias in node.names)
 
 
 def _imports(tree: ast.AST, name: str, is_package: bool) -> set[str]:
@@ -132,5 +176,15 @@ def circles(graph: dict[str, set[str]] | None = None) -> list[list[str]]:
 
 
 if __name__ == "__main__":
-    for circle in circles():
-        print(len(circle), " ".join(circle))
+    import sys
+
+    if "--rooms" in sys.argv[1:]:
+        crossing = room_edges()
+        pairs = two_way_rooms()
+        print(f"{len(pairs)} room pairs import each other")
+        for a, b in pairs:
+            print(f"  {a} -> {b}: {len(crossing[a, b])}; back: {crossing[b, a]}")
+        print(f"{function_imports()} imports of the project's modules inside functions")
+    else:
+        for circle in circles():
+            print(len(circle), " ".join(circle))

@@ -13,7 +13,8 @@ import threading
 from pathlib import Path
 
 from scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
-from tasks.agents import Deadline, RoleRequest
+from tasks.agents import RoleRequest
+from tasks.check.deadline import Deadline
 from tasks.models.plan import CandidateResult
 from tasks.models.run import SearchOutcome
 from tasks.run.store import write_json

@@ -13,7 +13,7 @@ import pytest
 from tasks.agents.digest import build, limiter, render
 from tasks.agents.profile import digest
 from tasks.agents.profile_parse import OUTSIDE, clean_name, parse_ncu, parse_rocprof
-from tasks.report.roofline import DeviceRates, WorkloadFloor
+from tasks.check.roofline import DeviceRates, WorkloadFloor
 from tests.agent_kernels import frozen_tiny_softmax, rows_kernel
 
 DATA = Path(__file__).parent / "data" / "profiles"

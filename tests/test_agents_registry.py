@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from tasks.agents import Deadline, RoleRequest
+from tasks.agents import RoleRequest
 from tasks.agents.conversation import ending, transcript_of
 from tasks.agents.drivers import DRIVERS, Driver, RoleError, driver_for
 from tasks.agents.registry import ROLES, deterministic, responder_for
 from tasks.agents.settings import AgentSettings
 from tasks.agents.transcript import BudgetSpent, Ledger
+from tasks.check.deadline import Deadline
 from tasks.models.run import Review, SearchOutcome
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -4,8 +4,9 @@ checked snapshot (torch.profiler here), and nothing of the writer's claims or re
 
 from __future__ import annotations
 
-from tasks.agents import Deadline, RoleRequest
+from tasks.agents import RoleRequest
 from tasks.agents.review import review
+from tasks.check.deadline import Deadline
 from tasks.models.plan import CandidateRef, CandidateResult
 from tasks.models.run import Review
 from tests.agent_env import held_key

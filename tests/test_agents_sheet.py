@@ -1,5 +1,5 @@
 """The task sheet states everything measurable: shapes and dtypes per workload, the frozen
-baseline's time, bytes and flops, the roofline floor (the report's, tasks/report/roofline.py) and the
+baseline's time, bytes and flops, the roofline floor (the report's, tasks/check/roofline.py) and the
 baseline's distance to it, the tolerance as a number, the device and its peaks, card facts."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from scripts.freeze import load_task
 from tasks.agents.knowledge import KNOWLEDGE
 from tasks.agents.sheet import hardware_facts, workload_rows
-from tasks.report.roofline import DeviceRates, floors
+from tasks.check.roofline import DeviceRates, floors
 from tests.agent_kernels import frozen_tiny_softmax
 from tests.test_agents_api import workspace
 

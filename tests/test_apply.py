@@ -251,7 +251,8 @@ def test_apply_targets_the_inputs_repository_from_anywhere(
 
 
 def test_a_request_records_an_absolute_kernel_path(tmp_path, monkeypatch):
-    from tasks.models.request import BakeoffRequest, validate
+    from flows.opening import validate
+    from tasks.models.request import BakeoffRequest
 
     shutil.copytree(EXAMPLES / "rmsnorm_torch", tmp_path / "rmsnorm")
     monkeypatch.chdir(tmp_path)

@@ -8,8 +8,8 @@ import torch
 
 from scripts.freeze import freeze
 from tasks.discover.plan import discover
+from tasks.engine.search_lane import run_search
 from tasks.models.plan import CandidateResult
-from tasks.search.lane import run_search
 
 pytestmark = [
     pytest.mark.gpu,

@@ -427,7 +427,8 @@ def test_help_still_shows_the_usage():
 
 
 def test_a_request_with_an_infinite_timeout_is_refused():
-    from tasks.models.request import parse_request, validate
+    from flows.opening import validate
+    from tasks.models.request import parse_request
 
     kernel = str(EXAMPLES / "rmsnorm_torch")
     for field in ("lane_timeout_s", "check_timeout_s", "agent_timeout_s"):

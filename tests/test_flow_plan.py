@@ -5,10 +5,11 @@ import shutil
 
 import pytest
 
+from flows.opening import validate
 from scripts.errors import BadInput
 from scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
 from tasks.models.plan import CandidateRef, CandidateResult, DiscoverPlan, PlanEntry
-from tasks.models.request import parse_request, resolve_lanes, validate
+from tasks.models.request import parse_request, resolve_lanes
 from tasks.models.run import LaneResult, Review
 from tasks.report.ranking import rank
 

@@ -2,11 +2,17 @@
 harness (scripts/) never imports the orchestration side, which it must not need on a bare GPU
 box and must not hand to the untrusted code it runs."""
 
-from tests.import_graph import circles, edges
+from tests.import_graph import circles, edges, two_way_rooms
 
 
 def test_no_import_circles_in_flows_tasks_scripts():
     assert circles() == []
+
+
+def test_no_two_rooms_import_each_other():
+    # A room (tasks/<room>/, flows, scripts) that imports another which imports it back is one
+    # room in two places: what it needs moves down, or the caller above passes it in.
+    assert two_way_rooms() == []
 
 
 def test_the_harness_imports_nothing_of_the_orchestration_side():
@@ -23,5 +29,8 @@ def test_the_graph_sees_a_circle_and_a_lazy_import():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert circles(graph) == [["a", "b", "c"]]
     assert (
-        "tasks.search.lane" in edges()["tasks.agents.without_model"]
+        "tasks.engine.search_lane" in edges()["tasks.agents.without_model"]
     )  # imported inside a function
+    assert two_way_rooms({"tasks.a.x": {"tasks.b.y"}, "tasks.b.z": {"tasks.a.w"}}) == [
+        ("tasks.a", "tasks.b")
+    ]

@@ -357,9 +357,10 @@ def _timing(ms: float) -> Timing:
 
 
 def test_ranking_ignores_checked_only_workloads(tmp_path):
+    from tasks.check.standing import baseline_stats
     from tasks.models.plan import CandidateRef, CandidateResult
     from tasks.models.run import LaneResult, Review
-    from tasks.report.ranking import baseline_stats, rank
+    from tasks.report.ranking import rank
 
     spec = {"name": "op", "entry": "kernel.py:op", "language": "torch",
             "workloads": [{"name": "a"}, {"name": "a@n=3", "timed": False}]}  # fmt: skip

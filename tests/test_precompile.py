@@ -11,9 +11,9 @@ import pytest
 from scripts.check import check, precompile
 from scripts.errors import BadInput
 from scripts.verdict import Status
-from tasks.agents import Deadline
 from tasks.backends import torch_compile
 from tasks.backends.base import BuildContext
+from tasks.check.deadline import Deadline
 from tasks.check.evaluate import JOBS_VAR, Evaluator, precompile_jobs
 from tasks.models.plan import CandidateRef
 from tasks.run.store import LaneStore
@@ -143,7 +143,7 @@ def test_the_evaluator_precompiles_into_the_cache_its_check_uses(
 def test_a_search_lane_precompiles_what_it_will_check_into_the_checks_caches(
     prefect_api, frozen_rmsnorm, tmp_path, monkeypatch
 ):
-    from tasks.search.lane import run_search
+    from tasks.engine.search_lane import run_search
 
     monkeypatch.setenv(JOBS_VAR, "2")  # the torch lane's compiles: asked for by name
     store = LaneStore(tmp_path / "lanes" / "torch")

@@ -19,7 +19,7 @@ from rich.console import Console
 
 from scripts import manifest
 from tasks.check.quiet_baseline import host_bound, retime_while_noisy
-from tasks.report.ranking import noisy_baseline
+from tasks.check.standing import noisy_baseline
 
 from .conftest import EXAMPLES
 

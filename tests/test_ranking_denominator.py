@@ -154,8 +154,9 @@ def test_drift_needs_a_move_beyond_both_spreads():
 
 
 def test_a_noisy_frozen_baseline_is_said_in_one_line_and_in_the_report(task):
+    from tasks.check.standing import noisy_baseline
     from tasks.models.run import Report
-    from tasks.report.ranking import measurement, noisy_baseline
+    from tasks.report.ranking import measurement
     from tasks.report.render import render
 
     assert noisy_baseline(task) is None  # a spread well under 25%

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from scripts.spec import OpSpec
-from tasks.report.roofline import DeviceRates, floors
+from tasks.check.roofline import DeviceRates, floors
 
 from .browser import available, browser_run, dump_dom, screenshot
 from .conftest import ROOT

@@ -9,11 +9,11 @@ import pytest
 
 from scripts.spec import InputSpec, OpSpec, Workload
 from scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
+from tasks.check.roofline import DeviceRates
 from tasks.models.plan import CandidateRef, CandidateResult
 from tasks.models.run import LaneResult, Report, Review
 from tasks.report import html as report_html
 from tasks.report.ranking import rank
-from tasks.report.roofline import DeviceRates
 
 FROZEN_MS = 5.712
 

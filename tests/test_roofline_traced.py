@@ -4,9 +4,9 @@ Discover's table: each candidate's origin and its time over the floor."""
 from scripts.formats import load_spec
 from scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
 from tasks.backends.trace import trace
+from tasks.check.roofline import DeviceRates, floors
 from tasks.discover import table as discover_table
 from tasks.models.plan import CandidateRef, CandidateResult, DiscoverPlan
-from tasks.report.roofline import DeviceRates, floors
 from tests.conftest import EXAMPLES
 
 RATES = DeviceRates(arch="x", bandwidth=1e12, peak_flops=1e15, source="datasheet", note="")

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from tasks.search.lane import run_search
+from tasks.engine.search_lane import run_search
 from tasks.search.score import score
 from tests.conftest import EXAMPLES
 from tests.inprocess_check import make_check

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from tasks.search.lane import run_search
+from tasks.engine.search_lane import run_search
 from tests.inprocess_check import make_check
 
 pytestmark = pytest.mark.skipif(

@@ -20,7 +20,6 @@ The room:
     request      `RoleRequest`, what a responder is handed
     role_task    ask(): a role's prompt rendered, its responder run as a Prefect task, its answer
                  validated (the deterministic responders live in tasks.agents.without_model)
-    deadline     the wall-clock limit a role attempt shares with the checks it starts
     prompts      roles/<prompt>.md rendered with jinja2
     conversation one model conversation: transcript opened, driver run, transcript closed
     drivers      the `Driver` protocol and the drivers by name
@@ -51,11 +50,9 @@ from tasks.agents.settings import take_key
 take_key()
 
 # Each name loads its module on first use: `ask` brings Prefect, the registry every role's
-# module, so code that needs only the settings, a deadline or the spec hook (`bakeoff freeze`
+# module, so code that needs only the settings or the spec hook (`bakeoff freeze`
 # on a directory without a spec) stays light.
 _LAZY = {
-    "Deadline": "deadline",
-    "DeadlineExceeded": "deadline",
     "RoleInputs": "inputs",
     "RoleRequest": "request",
     "ROLES": "registry",

@@ -3,7 +3,7 @@
 Per kernel: its share of the kernel time, time per call, achieved bandwidth against the device's
 peak, compute throughput and occupancy where the profiler reports them, and the unit that
 limits it. For the whole call: the op's bytes and flops (the report's roofline,
-`tasks/report/roofline.py`) over the profiled time, against the peaks. Given to the optimizer when it
+`tasks/check/roofline.py`) over the profiled time, against the peaks. Given to the optimizer when it
 asks (the `profile` tool) and to the reviewer always (`tasks/agents/review.py`).
 
 The figures come from a profiler watching untrusted code (`profile_parse` says how a candidate
@@ -15,7 +15,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from tasks.agents.profile_parse import KernelStat
-from tasks.report.roofline import DeviceRates, WorkloadFloor
+from tasks.check.roofline import DeviceRates, WorkloadFloor
 
 TOP = 8
 BUSY_PCT = 60.0  # ncu's own rule: under 60% of peak on both units, the kernel waits (latency)

@@ -24,7 +24,8 @@ from tasks.run.store import read_json
 
 def measured_win(lane, task_dir: Path) -> CandidateResult | None:
     """The lane's accepted candidate if it beat the baseline by more than the measured spread."""
-    from tasks.report.ranking import baseline_stats, margin
+    from tasks.check.standing import baseline_stats
+    from tasks.report.ranking import margin
 
     review_ = lane.review
     if review_ is None or review_.decision != "accepted":

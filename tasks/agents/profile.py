@@ -126,7 +126,7 @@ def take_digest(
     from scripts.freeze import load_task
     from tasks.agents import profile_parse
     from tasks.agents.digest import build
-    from tasks.report.roofline import device_rates, floors
+    from tasks.check.roofline import device_rates, floors
 
     tool, why = which_profiler()
     if tool is None and "no GPU" not in why:

@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from tasks.agents.deadline import Deadline
 from tasks.agents.inputs import RoleInputs
+from tasks.check.deadline import Deadline
 
 
 @dataclass

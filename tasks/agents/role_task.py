@@ -29,10 +29,10 @@ from prefect.cache_policies import NONE
 from prefect.tasks import exponential_backoff
 from pydantic import BaseModel
 
-from tasks.agents.deadline import Deadline
 from tasks.agents.prompts import render_prompt
 from tasks.agents.registry import ROLES, Responder, responder_for
 from tasks.agents.request import RoleInputs, RoleRequest
+from tasks.check.deadline import Deadline
 from tasks.run.store import write_json
 
 

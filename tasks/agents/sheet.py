@@ -1,7 +1,7 @@
 """What the task sheet states that can be measured: the device, each workload's roofline, the
 tolerance as numbers, and the hardware facts of the lane's knowledge cards.
 
-The roofline figures are the report's own (`tasks/report/roofline.py`: the same bytes, flops and rates),
+The roofline figures are the report's own (`tasks/check/roofline.py`: the same bytes, flops and rates),
 so the model reads the floor the report will later judge its candidate against. Everything here
 comes from the frozen task (spec, baseline, fingerprint) and the curated cards: nothing a model
 wrote reaches the sheet.
@@ -16,7 +16,7 @@ from pathlib import Path
 from scripts.baseline import FrozenBaseline
 from scripts.spec import OpSpec
 from tasks.agents.knowledge import FAMILIES, front_matter
-from tasks.report.roofline import DeviceRates, device_rates, floors
+from tasks.check.roofline import DeviceRates, device_rates, floors
 
 FACTS_PER_SHEET = 14  # card bullets with figures; the cards themselves are in knowledge/
 

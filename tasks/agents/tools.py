@@ -27,11 +27,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from tasks.agents.deadline import DeadlineExceeded
 from tasks.agents.nofollow import Moved
 from tasks.agents.profile import digest
 from tasks.agents.transcript import BudgetSpent, redact
 from tasks.agents.workspace import READ_ONLY_TOP, Workspace
+from tasks.check.deadline import DeadlineExceeded
 from tasks.models.plan import CandidateRef, CandidateResult
 
 PASSED_ON_ENV = ("PATH", "LANG", "LC_ALL", "TRITON_INTERPRET")

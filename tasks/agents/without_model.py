@@ -1,7 +1,7 @@
 """Deterministic responders: every role answered without a model.
 
 planner    Discover's plan, from measurements (tasks.discover.plan.discover)
-optimizer  the lane's search in optimize mode (tasks.search.lane.run_search)
+optimizer  the lane's search in optimize mode (tasks.engine.search_lane.run_search)
 author     the same search in author mode
 reviewer   accepts or flags the best candidate by tasks.check.standing's rules
 op_benchmarker  the author languages of Discover's plan, as they are
@@ -34,7 +34,7 @@ def plan_from_measurements(request: RoleRequest) -> DiscoverPlan:
 
 
 def search(request: RoleRequest) -> SearchOutcome:
-    from tasks.search.lane import run_search
+    from tasks.engine.search_lane import run_search
 
     i = request.inputs
     evaluator = i.evaluator

@@ -29,9 +29,9 @@ from tasks.apply.git_branch import (
     free_branch,
     open_repo,
 )
+from tasks.check.standing import baseline_stats
 from tasks.models.plan import CandidateResult
 from tasks.models.run import DiscoverOutcome, Report
-from tasks.report.ranking import baseline_stats
 
 SKIPPED = ("__pycache__", ".pyc")
 CONFIG_DIR = "bakeoff-tuned"

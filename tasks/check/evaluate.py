@@ -43,7 +43,7 @@ from scripts import manifest
 from scripts.errors import BadInput
 from scripts.freeze import CACHES, baseline_cache_key
 from scripts.verdict import Status
-from tasks.agents import Deadline, DeadlineExceeded
+from tasks.check.deadline import Deadline, DeadlineExceeded
 from tasks.check.language_rule import ruled
 from tasks.models.plan import CandidateRef, CandidateResult
 from tasks.run.store import LaneStore, code_version, write_json

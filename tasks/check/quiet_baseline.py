@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from scripts.baseline import FrozenBaseline
-from tasks.report.ranking import baseline_stats, noisy_baseline
+from tasks.check.standing import baseline_stats, noisy_baseline
 
 TRIES_VAR = "BAKEOFF_RETIME_TRIES"
 TRIES = 2

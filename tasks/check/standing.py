@@ -7,7 +7,11 @@ the host can keep up with."""
 from __future__ import annotations
 
 import os
+import statistics
+from pathlib import Path
 
+from scripts.baseline import FrozenBaseline
+from scripts.spec import OpSpec
 from scripts.timing import MIN_SAMPLES
 from scripts.verdict import Status, WorkloadVerdict
 from tasks.models.plan import CandidateResult
@@ -125,3 +129,40 @@ def review_candidates(candidates: list[CandidateResult]) -> Review:
         )
     best = ranked[0].candidate.name
     return Review(candidate=best, decision="flagged", reasons=flagged[best], flagged=flagged)
+
+
+def baseline_stats(task_dir: Path) -> tuple[dict[str, float], dict[str, float]]:
+    """(median ms, relative interquartile range) per workload of the frozen baseline."""
+    base = FrozenBaseline.read(Path(task_dir))
+    spec = OpSpec.read(task_dir)
+    medians, spreads = {}, {}
+    timed = [w.name for w in spec.workloads if w.timed]  # not checked-only
+    for name in timed:  # the spec's order, not the file's
+        wl = base.workloads[name]
+        medians[name] = wl.median_ms
+        samples = wl.samples()
+        if len(samples) > 1 and wl.median_ms > 0:
+            q = statistics.quantiles(samples, n=4)
+            spreads[name] = (q[2] - q[0]) / wl.median_ms
+        else:
+            spreads[name] = 0.0
+    return medians, spreads
+
+
+def noisy_baseline(task_dir: Path) -> str | None:
+    """One line when the frozen baseline's spread (interquartile range over median) is above
+    what the reviewer accepts of a candidate's: every speedup divides by that figure, so the
+    race would be run against noise. None when it is quiet enough (or there is no baseline)."""
+    try:
+        _, spreads = baseline_stats(task_dir)
+    except (OSError, ValueError, KeyError):
+        return None
+    limit = max_relative_spread()
+    worst = max(((rel, name) for name, rel in spreads.items()), default=(0.0, ""))
+    if worst[0] <= limit:
+        return None
+    return (
+        f"the machine was busy: the frozen baseline's spread is {worst[0]:.0%} of its median "
+        f"(workload {worst[1]}; a candidate's may be {limit:.0%} at most), and every speedup "
+        "divides by it: re-freeze on a quiet machine"
+    )

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from tasks.check.roofline import WorkloadFloor
 from tasks.models.plan import DiscoverPlan
-from tasks.report.roofline import WorkloadFloor
 
 
 class DiscoverRow(BaseModel):

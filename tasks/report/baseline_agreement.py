@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tasks.check.standing import baseline_stats
 from tasks.models.run import CandidateRow
-from tasks.report.ranking import baseline_stats
 
 
 def disagreement(rows: list[CandidateRow], task_dir: Path) -> str | None:

@@ -20,11 +20,11 @@ import jinja2
 
 from scripts.baseline import FrozenBaseline
 from scripts.spec import OpSpec
+from tasks.check.roofline import DeviceRates, WorkloadFloor, device_rates, floors
+from tasks.check.standing import baseline_stats
 from tasks.discover import table as discover_table
 from tasks.models.plan import CandidateResult
 from tasks.models.run import CandidateRow, DiscoverOutcome, Report
-from tasks.report.ranking import baseline_stats
-from tasks.report.roofline import DeviceRates, WorkloadFloor, device_rates, floors
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 PLOTLY = TEMPLATES / "vendor" / "plotly-basic-4.1.1.min.js"

@@ -33,46 +33,15 @@ from typing import NamedTuple
 from scripts.baseline import FrozenBaseline
 from scripts.spec import OpSpec
 from scripts.verdict import Status, geomean
-from tasks.check.standing import drift_matters, host_paced, max_relative_spread, timing_doubts
+from tasks.check.standing import (
+    baseline_stats,
+    drift_matters,
+    host_paced,
+    noisy_baseline,
+    timing_doubts,
+)
 from tasks.models.plan import CandidateResult
 from tasks.models.run import CandidateRow, DiscoverOutcome, LaneResult, Review, Standing
-
-
-def baseline_stats(task_dir: Path) -> tuple[dict[str, float], dict[str, float]]:
-    """(median ms, relative interquartile range) per workload of the frozen baseline."""
-    base = FrozenBaseline.read(Path(task_dir))
-    spec = OpSpec.read(task_dir)
-    medians, spreads = {}, {}
-    timed = [w.name for w in spec.workloads if w.timed]  # not checked-only
-    for name in timed:  # the spec's order, not the file's
-        wl = base.workloads[name]
-        medians[name] = wl.median_ms
-        samples = wl.samples()
-        if len(samples) > 1 and wl.median_ms > 0:
-            q = statistics.quantiles(samples, n=4)
-            spreads[name] = (q[2] - q[0]) / wl.median_ms
-        else:
-            spreads[name] = 0.0
-    return medians, spreads
-
-
-def noisy_baseline(task_dir: Path) -> str | None:
-    """One line when the frozen baseline's spread (interquartile range over median) is above
-    what the reviewer accepts of a candidate's: every speedup divides by that figure, so the
-    race would be run against noise. None when it is quiet enough (or there is no baseline)."""
-    try:
-        _, spreads = baseline_stats(task_dir)
-    except (OSError, ValueError, KeyError):
-        return None
-    limit = max_relative_spread()
-    worst = max(((rel, name) for name, rel in spreads.items()), default=(0.0, ""))
-    if worst[0] <= limit:
-        return None
-    return (
-        f"the machine was busy: the frozen baseline's spread is {worst[0]:.0%} of its median "
-        f"(workload {worst[1]}; a candidate's may be {limit:.0%} at most), and every speedup "
-        "divides by it: re-freeze on a quiet machine"
-    )
 
 
 def interpreted(language: str, device: str) -> bool:

@@ -83,15 +83,16 @@ def task_identity(task_dir: Path) -> str:
     return _sha((Path(task_dir) / manifest.MANIFEST).read_text())[:16]
 
 
-def lane_cache_key(config: LaneConfig) -> str:
+def lane_cache_key(config: LaneConfig, agent: str | None) -> str:
+    """The key a lane's result is reused by; `agent` is the model that drives the lanes here
+    (`tasks.agents.settings.agent_identity`, None without one): a lane the model drove is not
+    the search's, nor skipped."""
     payload = config.model_dump(
         mode="json", exclude={"run_dir", "task_dir", "attempt", "pin_index", "pool"}
     )
     payload["task"] = task_identity(Path(config.task_dir))
     payload["code"] = code_version()
-    from tasks.agents.settings import agent_identity
-
-    payload["agent"] = agent_identity()  # a lane the model drove is not the search's, nor skipped
+    payload["agent"] = agent
     return manifest.cache_key(payload, 24)
 
 

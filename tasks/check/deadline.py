@@ -1,6 +1,6 @@
 """The wall-clock limit a role attempt shares with the work it starts.
 
-Its own module because the harness side of a lane (tasks/check/evaluate.py, the check function)
+In the check room because the harness side of a lane (tasks/check/evaluate.py, the check function)
 honours it too, and must not load Prefect or the role registry to do so.
 """
 

@@ -1,0 +1,69 @@
+"""The opening of a bake-off: a request checked against this host before anything starts.
+
+`tasks.models.request` holds what a request is (its fields check themselves); here is what needs
+more than one field, or the host: the languages its backends run, the input on disk, the devices
+and the settings read from the environment. Above tasks/ because it asks the backends and the
+check room, which themselves import the request's models.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from scripts.errors import BadInput
+from tasks.models.request import BakeoffRequest
+
+
+def _languages() -> list[str]:
+    from tasks.backends import languages  # here: 3 s of imports `bakeoff run --help` skips
+
+    return [lang.lower() for lang in languages()]
+
+
+def _known_language(field: str, value: str, known: list[str]) -> str:
+    lang = value.strip().lower()
+    if lang not in known:
+        raise BadInput(field, f"unknown backend {value!r}; known: {', '.join(known)}")
+    return lang
+
+
+def validate(req: BakeoffRequest) -> BakeoffRequest:
+    """Return the request normalised, or raise BadInput naming the first thing wrong with it.
+
+    The fields checked themselves when the request was made (`parse_request`); here is what
+    needs more than one field, or the host: known languages, the input, the devices."""
+    mode = req.mode
+    known = _languages()
+    backends = None
+    if req.backends is not None:
+        backends = [_known_language("backends", b, known) for b in req.backends if b.strip()]
+    target = req.target_language
+    if target is not None:
+        target = _known_language("target_language", target, known)
+    if req.target_language is not None and mode != "author":
+        raise BadInput("target_language", f"applies only to --mode author (this is --mode {mode})")
+    if backends and mode != "bakeoff":
+        raise BadInput("backends", f"applies only to --mode bakeoff (this is --mode {mode})")
+    if not Path(req.kernel_path).exists():
+        raise BadInput(req.kernel_path, "no such file or directory")
+    if req.dispatch == "local":  # imported here: evaluate's imports take 4 s
+        from scripts.arch import cpu_llc_bytes
+        from scripts.check import default_samples
+        from tasks.check.evaluate import precompile_jobs
+        from tasks.check.gpu_pool import resolve
+
+        resolve(req.pool)  # raises for ids that do not exist here
+        precompile_jobs()  # raises for a BAKEOFF_PRECOMPILE_JOBS that is not a number
+        default_samples()  # and for a BAKEOFF_SAMPLES under the reviewer's least
+        cpu_llc_bytes()  # and for a BAKEOFF_CPU_LLC_MIB that is not a size
+    # Absolute: the run records it, and `bakeoff apply` finds the input's repository by it,
+    # from whatever directory (or other clone) apply is called.
+    kernel_path = os.path.abspath(req.kernel_path)
+    return req.model_copy(
+        update={
+            "backends": backends,
+            "target_language": target,
+            "kernel_path": kernel_path,
+        }
+    )
