@@ -368,6 +368,34 @@ def test_split_norm_for_few_long_rows(tmp_path, op):
                 torch.testing.assert_close(impl.rms_norm(x, (1000,), w, 1e-6), want)
 
 
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+def test_split_softmax_for_few_long_rows(tmp_path, op):
+    """Two phases, SPLIT programs a row: chunks not multiples of the block, a row of large
+    values, and a row of -inf entries with a chunk of nothing else (its partial is -inf, 0)."""
+    big = Match(op, "route", "float32", {"w": [16, 1 << 20]}, ["in0"], {"dim": -1})
+    assert kt.space(big)[1]["passes"] == "split"  # the acceptance softmax's 16 rows of 1M
+    configs = [{"passes": "split", "BLOCK_N": 256, "SPLIT": s} for s in (4, 64)]
+    # 1000 columns: 4 partials of 250 at either SPLIT; 1499: the last chunk short, and at
+    # SPLIT=64 6 partials, two lanes of 8 masked
+    for rows, n in ((1, 1000), (3, 1000), (3, 1499)):
+        x = torch.randn(3, n)
+        x[1] *= 30
+        x[2, :300], x[2, 700::7] = -float("inf"), -float("inf")
+        x = x[-rows:]  # one row: the -inf one
+        m = Match(op, "route", "float32", {"w": [rows, n]}, ["in0"], {"dim": -1})
+        for i, c in enumerate(kt_configs(m, configs)[1:]):
+            impl = _load(kt.render_impl(m, c), tmp_path, f"{op}{rows}x{n}{i}")
+            torch.testing.assert_close(getattr(impl, op)(x, -1), getattr(torch, op)(x, -1))
+
+
+def test_cross_entropy_is_not_split():
+    """Its program writes a row's loss from the whole row's max and sum: one program a row."""
+    big = Match("cross_entropy", "route", "float32", {"w": [16, 1 << 20]}, ["in0", "in1"])
+    space, default = kt.space(big)
+    assert "split" not in space.params[0].values and "SPLIT" not in default
+    assert space.invalid({**default, "passes": "split", "SPLIT": 64}) is not None
+
+
 def test_attention_template_at_head_dim_200(tmp_path):
     """Head dims up to 256: 200 (not a power of two) over 19 causal queries, fp32 at tf32x3."""
     q, k, v = (torch.randn(1, 2, 19, 200) for _ in range(3))

@@ -117,7 +117,9 @@ def space(match: Match, vendor: str = "nvidia") -> tuple[Space, dict]:
     if match.op in rows + ("layer_norm", "rms_norm", "group_norm", "instance_norm"):
         rowwise = match.op in ("softmax", "log_softmax", "cross_entropy")
         passes = (
-            ("row", "online", "max_sum")
+            # cross_entropy's program writes its row's loss from the row's whole max and sum:
+            # not split, so "split" is not a point of its space
+            ("row", "online", "max_sum") + (() if match.op == "cross_entropy" else ("split",))
             if rowwise
             else ("row", "chunked")
             if match.op == "cumsum"
@@ -145,7 +147,8 @@ def space(match: Match, vendor: str = "nvidia") -> tuple[Space, dict]:
                    "num_warps": 4 if n <= 1024 else 8 if n <= 4096 else 16, "num_stages": 1,
                    "persistent": False}  # fmt: skip
         if split:
-            # few long rows (a LayerNorm of 16 rows of 4M): one program a row idles the GPU
+            # few long rows (a LayerNorm of 16 rows of 4M, a softmax of 16 rows of 1M): one
+            # program a row idles the GPU
             many = max((math.prod(s) // max(n, 1) for s in match.shapes.values() if s), default=1)
             few_long = many < 128 and n >= 65536
             default.update(
