@@ -388,6 +388,24 @@ def test_split_softmax_for_few_long_rows(tmp_path, op):
             torch.testing.assert_close(getattr(impl, op)(x, -1), getattr(torch, op)(x, -1))
 
 
+@pytest.mark.parametrize("op", ["softmax", "log_softmax", "cross_entropy"])
+def test_online_rowwise_with_a_first_chunk_of_minus_inf(tmp_path, op):
+    """The online pass over a row whose first chunk is all -inf (a masked prefix): its running
+    max stays -inf there, and -inf - -inf must not turn the row's sum into NaN."""
+    x = torch.randn(2, 1000)
+    x[0, :300] = -float("inf")
+    inputs = {"w": [2, 1000]} if op != "cross_entropy" else {"w": [2, 1000], "t": [2]}
+    m = Match(op, "route", "float32", inputs, list(inputs), {"dim": -1})
+    (c,) = kt_configs(m, [{"passes": "online", "BLOCK_N": 256}])[1:]
+    impl = _load(kt.render_impl(m, c), tmp_path, f"online_{op}")
+    if op == "cross_entropy":
+        t = torch.tensor([500, 7])
+        got, want = impl.cross_entropy(x, t, "none"), F.cross_entropy(x, t, reduction="none")
+    else:
+        got, want = getattr(impl, op)(x, -1), getattr(torch, op)(x, -1)
+    torch.testing.assert_close(got, want)
+
+
 def test_cross_entropy_is_not_split():
     """Its program writes a row's loss from the whole row's max and sum: one program a row."""
     big = Match("cross_entropy", "route", "float32", {"w": [16, 1 << 20]}, ["in0", "in1"])
