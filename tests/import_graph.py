@@ -55,6 +55,15 @@ def room_edges(graph: dict[str, set[str]] | None = None) -> dict[tuple[str, str]
     return out
 
 
+def room_graph(graph: dict[str, set[str]] | None = None) -> dict[str, set[str]]:
+    """Rooms as the nodes: room A -> room B when a module of A imports one of B."""
+    rooms: dict[str, set[str]] = {}
+    for a, b in room_edges(graph):
+        rooms.setdefault(a, set()).add(b)
+        rooms.setdefault(b, set())
+    return rooms
+
+
 def two_way_rooms(graph: dict[str, set[str]] | None = None) -> list[tuple[str, str]]:
     """The room pairs that import each other (a circle of rooms, if not of modules)."""
     crossing = room_edges(graph)
@@ -184,6 +193,7 @@ if __name__ == "__main__":
         print(f"{len(pairs)} room pairs import each other")
         for a, b in pairs:
             print(f"  {a} -> {b}: {len(crossing[a, b])}; back: {crossing[b, a]}")
+        print(f"circles of rooms: {circles(room_graph())}")
         print(f"{function_imports()} imports of the project's modules inside functions")
     else:
         for circle in circles():

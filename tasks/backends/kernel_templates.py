@@ -15,14 +15,24 @@ import math
 import shutil
 from pathlib import Path
 
+import jinja2
+
 from tasks.backends import pointwise, wrappers
 from tasks.backends.base import BuildContext, write_candidate
 from tasks.backends.match import Match
 from tasks.models.plan import CandidateRef
-from tasks.report.render import render
 from tasks.search.space import Param, Space, Tunable, key
 
 ROUTE = Path(__file__).with_name("op_route.py")
+# Kernels are code: rendered with no filters of the report's (tasks/report/render.py), in the
+# same whitespace rules, so the report's environment is not the backends' to load
+_KERNELS = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(Path(__file__).resolve().parents[2] / "templates"),
+    undefined=jinja2.StrictUndefined,
+    keep_trailing_newline=True,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
 TEMPLATE = {
     "softmax": "rowwise.py.j2",
     "log_softmax": "rowwise.py.j2",
@@ -271,8 +281,7 @@ def render_impl(match: Match, config: dict) -> str:
     """impl.py for the match at one configuration point."""
     template = TEMPLATE[match.op]
     steps = epilogue_steps(match)
-    return render(
-        f"kernels/{template}",
+    return _KERNELS.get_template(f"kernels/{template}").render(
         template=template,
         op=match.op,
         dtype=match.dtype,
