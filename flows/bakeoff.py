@@ -12,8 +12,10 @@ threads of this process (`dispatch="local"`), at most one per device, or as runs
 deployment served by GPU workers on other hosts (`dispatch="deployment"`). A lane whose
 result from an earlier run has the same cache key is reused unless `fresh`.
 
-Its one parameter is a `BakeoffRequest` (tasks/models/request.py), as a lane's is a `LaneConfig`: a
-deployment run passes `{"request": {"kernel_path": ..., "mode": ...}}`. Run as
+Its parameter is a `BakeoffRequest` (tasks/models/request.py), as a lane's is a `LaneConfig`: a
+deployment run passes `{"request": {"kernel_path": ..., "mode": ...}}`, and the flow opens the
+run (validates, locks, freezes: flows/opening.py); `bakeoff run` opens it in its own process
+and hands the flow the `Opened` run as its second parameter. Run as
 `python -m flows.bakeoff KERNEL_PATH [MODE]`, or `bakeoff run` (flows/cli.py).
 """
 
@@ -33,7 +35,7 @@ from flows import phases
 from flows.discover import discover
 from flows.freeze import freeze
 from flows.lane import lane, lane_store
-from flows.opening import validate
+from flows.opening import Opened, check_opened, run_dir_of, validate
 from flows.prefect_workarounds import LaneStarts, outlive_worker, subflows_without_heartbeats
 from flows.report import publish, report
 from tasks.agents import check_agents
@@ -42,7 +44,7 @@ from tasks.models.progress import RunProgress
 from tasks.models.request import BakeoffRequest, parse_request, resolve_lanes
 from tasks.models.run import LaneConfig, LaneResult, Report
 from tasks.run.lock import run_lock
-from tasks.run.store import RunStore, default_run_dir, lane_cache_key, now
+from tasks.run.store import RunStore, lane_cache_key, now
 
 MAX_LANES_AT_ONCE = 64  # lanes beyond the devices wait for a lease anyway
 
@@ -223,104 +225,114 @@ def _run_lanes(req: BakeoffRequest, configs: list[LaneConfig], reused: dict) -> 
 
 
 @flow(name="bakeoff", flow_run_name=_run_name)
-def bakeoff(request: BakeoffRequest) -> Report:
-    """Freeze, (discover,) run the lanes and report; see the module docstring for the modes."""
+def bakeoff(request: BakeoffRequest, opened: Opened | None = None) -> Report:
+    """Freeze, (discover,) run the lanes and report; see the module docstring for the modes.
+    `opened`: the run `bakeoff run` opened in this process (validated, locked, frozen), whose
+    request is `request`; without it the flow opens the run itself (flows/opening.py)."""
     outlive_worker()  # a deployment's run: its worker may die before it
+    if opened is not None:
+        opened = check_opened(opened)
+        final, discovered = _opened_run(opened)
+    else:
+        req = validate(request)
+        opened = Opened(request=req, run_dir=str(run_dir_of(req)))
+        with run_lock(Path(opened.run_dir)):  # one bake-off at a time here (tasks/run/lock.py)
+            final, discovered = _opened_run(opened)
     logger = get_run_logger()
-    req = validate(request)
+    publish(final, scope=artifact_scope())  # on this run, the one a user opens
+    logger.info(phases.winner_line(final))
+    if opened.request.apply_to_original:  # the winner onto a new branch of the input's repository
+        from tasks.apply.hook import apply_and_record
+
+        apply_and_record(final, discovered, logger)
+    RunStore(Path(opened.run_dir)).set_phase("done", report=final.report_path)
+    return final
+
+
+def _opened_run(opened: Opened):
+    """The bake-off of an opened run, up to its report: (the report, Discover's outcome)."""
+    logger = get_run_logger()
+    req, run_root = opened.request, Path(opened.run_dir)
     check_agents(req.agents)
     from scripts.isolation import warning
 
     if unsafe := warning():
         logger.warning(unsafe)
-    run_root = req.run_dir or default_run_dir(
-        Path(req.kernel_path), Path(req.runs_root), req.mode, req.target_language
-    )
-    run_root = Path(run_root).resolve()
-    with run_lock(run_root):  # one bake-off at a time here (tasks/run/lock.py)
-        store = RunStore(run_root)
-        attempt = str(flow_run.id or uuid.uuid4())
-        previous = store.progress()
-        if previous.phase == "starting":  # `bakeoff run` marked it: the one before counts
-            previous = previous.previous or RunProgress()
-        store.set_phase("freeze", reset=True, attempt=attempt, mode=req.mode, lanes=[])
-        if req.fresh:  # verdicts kept for reuse within the run directory (tasks.check.evaluate)
-            shutil.rmtree(run_root / "checked", ignore_errors=True)
-        with subflows_without_heartbeats():
-            frozen = freeze(
-                str(Path(req.kernel_path).resolve()),
-                str(store.task_dir),
-                req.pool,
-                specs_root=str(Path(req.runs_root).resolve()),
-            )
-            if frozen.source.written:  # oracle_freezer wrote the spec: kept here, said once
-                from tasks.run.input_identity import record_in
+    store = RunStore(run_root)
+    attempt = str(flow_run.id or uuid.uuid4())
+    previous = store.progress()
+    if previous.phase == "starting":  # `bakeoff run` marked it: the one before counts
+        previous = previous.previous or RunProgress()
+    store.set_phase("freeze", reset=True, attempt=attempt, mode=req.mode, lanes=[])
+    if req.fresh:  # verdicts kept for reuse within the run directory (tasks.check.evaluate)
+        shutil.rmtree(run_root / "checked", ignore_errors=True)
+    with subflows_without_heartbeats():
+        frozen = opened.frozen or freeze(
+            str(Path(req.kernel_path).resolve()),
+            str(store.task_dir),
+            req.pool,
+            specs_root=str(Path(req.runs_root).resolve()),
+        )
+        if frozen.source.written:  # oracle_freezer wrote the spec: kept here, said once
+            from tasks.run.input_identity import record_in
 
-                store.set_phase("freeze", spec=record_in(run_root, frozen.source))
-                logger.info(f"the op spec oracle_freezer wrote is kept as {run_root / 'op.toml'}")
-            logger.info(phases.frozen_line(frozen))
-            discovered, warnings = None, []
-            if req.mode == "bakeoff":
-                store.set_phase("discover")
-                discovered = _discover(req, frozen, run_root, warnings)
-                if discovered is not None:  # op_benchmarker's author plan, where a model answers it
-                    from tasks.agents.roles.op_benchmarker import plan_authors
+            store.set_phase("freeze", spec=record_in(run_root, frozen.source))
+            logger.info(f"the op spec oracle_freezer wrote is kept as {run_root / 'op.toml'}")
+        logger.info(phases.frozen_line(frozen))
+        discovered, warnings = None, []
+        if req.mode == "bakeoff":
+            store.set_phase("discover")
+            discovered = _discover(req, frozen, run_root, warnings)
+            if discovered is not None:  # op_benchmarker's author plan, where a model answers it
+                from tasks.agents.roles.op_benchmarker import plan_authors
 
-                    discovered = plan_authors(
-                        discovered, frozen.task_dir, str(run_root), req.agents, logger.info
-                    )
-                logger.info(phases.discover_line(discovered))
-            specs, plan_warnings = resolve_lanes(
-                frozen.language,
-                req.mode,
-                target_language=req.target_language,
-                backends=req.backends,
-                plan=discovered.plan if discovered else None,
-            )
-            warnings += plan_warnings
-            for w in warnings:
-                logger.warning(w)
-            configs = _configs(req, frozen, specs, run_root, attempt)
-            if req.seed:  # a campaign round (flows/campaign.py): lanes start from the best so far
-                configs = [c.model_copy(update={"seed": req.seed}) for c in configs]
-            logger.info(
-                f"{len(configs)} lane(s): "
-                + ", ".join(f"{c.lane.key}:{c.lane.mode}" for c in configs)
-            )
-            store.set_phase("lanes", lanes=[c.lane.key for c in configs])
-            reused = _reusable(req, configs, logger)
-            said = phases.resumed_line(previous, attempt, [k for k, v in reused.items() if v])
-            if said:
-                logger.info(said)
-            results = _run_lanes(req, configs, reused)
-            for result in results:
-                logger.info(phases.lane_line(result))
-            if req.mode == "bakeoff":  # one curated learned card for the whole bake-off
-                from tasks.agents.experience import curate_bakeoff
+                discovered = plan_authors(
+                    discovered, frozen.task_dir, str(run_root), req.agents, logger.info
+                )
+            logger.info(phases.discover_line(discovered))
+        specs, plan_warnings = resolve_lanes(
+            frozen.language,
+            req.mode,
+            target_language=req.target_language,
+            backends=req.backends,
+            plan=discovered.plan if discovered else None,
+        )
+        warnings += plan_warnings
+        for w in warnings:
+            logger.warning(w)
+        configs = _configs(req, frozen, specs, run_root, attempt)
+        if req.seed:  # a campaign round (flows/campaign.py): lanes start from the best so far
+            configs = [c.model_copy(update={"seed": req.seed}) for c in configs]
+        logger.info(
+            f"{len(configs)} lane(s): " + ", ".join(f"{c.lane.key}:{c.lane.mode}" for c in configs)
+        )
+        store.set_phase("lanes", lanes=[c.lane.key for c in configs])
+        reused = _reusable(req, configs, logger)
+        said = phases.resumed_line(previous, attempt, [k for k, v in reused.items() if v])
+        if said:
+            logger.info(said)
+        results = _run_lanes(req, configs, reused)
+        for result in results:
+            logger.info(phases.lane_line(result))
+        if req.mode == "bakeoff":  # one curated learned card for the whole bake-off
+            from tasks.agents.experience import curate_bakeoff
 
-                curate_bakeoff(results, frozen.task_dir, logger.info)
-            store.set_phase("report")
-            final = report(
-                req.kernel_path,  # absolute (validate): `bakeoff apply` finds its repo by it
-                frozen.op,
-                req.mode,
-                str(run_root),
-                frozen.task_dir,
-                results,
-                discovered,
-                warnings,
-                req.history_url,
-                publish_artifacts=False,
-                agents=req.agents,
-            )
-        publish(final, scope=artifact_scope())  # on this run, the one a user opens
-        logger.info(phases.winner_line(final))
-        if req.apply_to_original:  # the winner onto a new branch of the input's repository
-            from tasks.apply.hook import apply_and_record
-
-            apply_and_record(final, discovered, logger)
-        store.set_phase("done", report=final.report_path)
-        return final
+            curate_bakeoff(results, frozen.task_dir, logger.info)
+        store.set_phase("report")
+        final = report(
+            req.kernel_path,  # absolute (validate): `bakeoff apply` finds its repo by it
+            frozen.op,
+            req.mode,
+            str(run_root),
+            frozen.task_dir,
+            results,
+            discovered,
+            warnings,
+            req.history_url,
+            publish_artifacts=False,
+            agents=req.agents,
+        )
+    return final, discovered
 
 
 def artifact_scope() -> str:

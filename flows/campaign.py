@@ -8,7 +8,9 @@
 
 Each round's lanes get the best variant so far as `seed` (tasks.models.run.LaneConfig.seed: the
 variant itself, for model-driven roles, and the shared search history for the search).
-Its one parameter is a `BakeoffRequest` (tasks/models/request.py), `rounds` its number of rounds.
+Its parameter is a `BakeoffRequest` (tasks/models/request.py), `rounds` its number of rounds
+(and the `Opened` run from `bakeoff run`, flows/opening.py). Each round is opened here, on the
+campaign's frozen task.
 Run as `bakeoff run KERNEL --rounds N`.
 """
 
@@ -23,12 +25,14 @@ from prefect.runtime import flow_run
 
 from flows.bakeoff import bakeoff
 from flows.freeze import freeze
+from flows.opening import Opened, check_opened, validate
 from flows.prefect_workarounds import subflows_without_heartbeats
 from scripts import manifest
 from tasks.apply.hook import apply_and_record
 from tasks.campaign import Ledger, RoundEntry, archive_for, improves, note_for, round_best
 from tasks.models.request import BakeoffRequest
 from tasks.models.run import Report
+from tasks.run.lock import run_lock
 from tasks.run.store import RunStore, default_run_dir
 from tasks.store.history import history_url
 
@@ -41,16 +45,26 @@ def _run_name() -> str:
 
 
 @flow(name="campaign", flow_run_name=_run_name)
-def campaign(request: BakeoffRequest) -> Report:
+def campaign(request: BakeoffRequest, opened: Opened | None = None) -> Report:
     """`request.rounds` bake-offs of `request`; the report of the round that found the best
-    variant (else the last round's)."""
+    variant (else the last round's). `opened`: the run `bakeoff run` opened in this process
+    (flows/opening.py); without it the campaign opens its run itself."""
+    if opened is not None:
+        return _campaign(check_opened(opened))
+    req = validate(request)
+    root = Path(req.run_dir or default_run_dir(Path(req.kernel_path), Path(req.runs_root)))
+    with run_lock(root.resolve()):  # one campaign at a time here (tasks/run/lock.py)
+        return _campaign(Opened(request=req, run_dir=str(root.resolve())))
+
+
+def _campaign(opened: Opened) -> Report:
     logger = get_run_logger()
+    request, root = opened.request, Path(opened.run_dir)
     kernel_path, rounds = request.kernel_path, request.rounds
     runs_root = request.runs_root
-    root = Path(request.run_dir or default_run_dir(Path(kernel_path), Path(runs_root))).resolve()
     store = RunStore(root)
     with subflows_without_heartbeats():  # a directory without a spec gets one here
-        frozen = freeze(
+        frozen = opened.frozen or freeze(
             str(Path(kernel_path).resolve()),
             str(store.task_dir),
             request.pool,
@@ -75,10 +89,10 @@ def campaign(request: BakeoffRequest) -> Report:
         seed_info = seed.model_dump(mode="json") if seed else {}
         seed_info["history_dir"] = str(root / "search-history")
         one_round = {"run_dir": str(round_dir), "seed": seed_info, "history_url": url}
-        with subflows_without_heartbeats():  # the campaign applies its winner, not a round
-            rep = bakeoff(
-                request.model_copy(update=one_round | {"rounds": 1, "apply_to_original": False})
-            )
+        this = request.model_copy(update=one_round | {"rounds": 1, "apply_to_original": False})
+        # each round opened here on the campaign's frozen task (its task/ links to it)
+        with subflows_without_heartbeats(), run_lock(round_dir):
+            rep = bakeoff(this, opened=Opened(request=this, run_dir=str(round_dir), frozen=frozen))
         reports.append(rep)
         entry = RoundEntry(round=n, run_dir=str(round_dir), seed=seed, report=rep.report_path)
         entry.best = round_best(rep, arch, n)

@@ -16,24 +16,13 @@ from pathlib import Path
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NONE
-from pydantic import BaseModel
 
-from scripts import manifest
 from scripts.freeze import load_task
 from tasks.agents.freezer import source_for
 from tasks.check.freezing import freeze_isolated
 from tasks.check.quiet_baseline import retime_while_noisy
 from tasks.models.run import PoolConfig
-from tasks.run.input_identity import SpecSource, needs_spec
-
-
-class Frozen(BaseModel):
-    task_dir: str
-    oracle_sha256: str
-    op: str
-    language: str
-    baseline_ms: dict[str, float]
-    source: SpecSource  # what was frozen: the input, or its copy with the op.toml a model wrote
+from tasks.run.input_identity import Frozen, SpecSource, needs_spec
 
 
 @task(name="write-op-spec", cache_policy=NONE)
@@ -51,16 +40,7 @@ def freeze_task(
     # no `bakeoff run` before it to do this)
     again = partial(freeze_isolated, Path(kernel_path), Path(out), pool)
     retime_while_noisy(task_dir, again, get_run_logger().warning)
-    spec, _, baseline = load_task(task_dir)
-    oracle = manifest.verify(task_dir)  # re-derived: a forged id is refused
-    return Frozen(
-        task_dir=str(task_dir),
-        oracle_sha256=oracle,
-        op=spec.name,
-        language=spec.language.lower(),
-        baseline_ms=baseline.medians(),
-        source=source or SpecSource(input=kernel_path, frozen_from=kernel_path),
-    )
+    return Frozen.read(task_dir, source or SpecSource(input=kernel_path, frozen_from=kernel_path))
 
 
 @flow(name="freeze", flow_run_name="freeze {kernel_path}")

@@ -25,7 +25,7 @@ from rich.progress import (
 )
 
 from flows import phases
-from flows.opening import validate
+from flows.opening import Opened, run_dir_of, validate
 from flows.prefect_workarounds import start_beside_freeze, subflows_without_heartbeats
 from flows.run_table import lane_lines, ranking_table, short, winner_line
 from tasks.check.freezing import freeze_isolated
@@ -33,8 +33,9 @@ from tasks.check.gpu_pool import resolve
 from tasks.models.progress import LaneProgress
 from tasks.models.request import BakeoffRequest
 from tasks.models.run import Report
+from tasks.run.input_identity import Frozen, SpecSource
 from tasks.run.lock import run_lock
-from tasks.run.store import LaneStore, RunStore, default_run_dir, write_json
+from tasks.run.store import LaneStore, RunStore, write_json
 
 POLL_S = 0.25
 TIMELINE = "cli_timeline.json"
@@ -172,17 +173,17 @@ def warm_fork_server(devices, on_cpu: bool = False) -> bool:
     return True
 
 
-def _run_flow(req: BakeoffRequest, out: dict) -> None:
+def _run_flow(opened: Opened, out: dict) -> None:
     try:  # the import too: a dependency missing on a host is the error to say, not a KeyError
         from flows.bakeoff import bakeoff
 
         with subflows_without_heartbeats():  # the embedded server lives and dies with us
-            if req.rounds > 1:
+            if opened.request.rounds > 1:
                 from flows.campaign import campaign
 
-                out["report"] = campaign(req)
+                out["report"] = campaign(opened.request, opened=opened)
             else:
-                out["report"] = bakeoff(req)
+                out["report"] = bakeoff(opened.request, opened=opened)
     except BaseException as exc:  # handed to the main thread
         out["error"] = exc
 
@@ -221,13 +222,7 @@ def run(
 
         if not model_configured():  # one line, before any server starts
             raise no_spec_here(Path(req.kernel_path))
-    run_dir = Path(
-        req.run_dir
-        or default_run_dir(
-            Path(req.kernel_path), Path(req.runs_root), req.mode, req.target_language
-        )
-    )
-    run_dir = run_dir.resolve()
+    run_dir = run_dir_of(req)
     console = Console(stderr=as_json)
     if not console.is_terminal:
         console.width = 140  # a log file or a pipe: room for the ranking table
@@ -309,9 +304,16 @@ def _run_locked(
     from tasks.agents import check_agents  # first Prefect import: the request is good by now
 
     check_agents(req.agents)
+    # the run handed to the flow as opened here: it neither validates, locks nor freezes again
     here = req.model_copy(update={"run_dir": str(run_dir)})
+    frozen = None
+    if not specless:  # else the flow's freeze phase has oracle_freezer write the spec first
+        kernel = str(Path(req.kernel_path).resolve())
+        source = SpecSource(input=kernel, frozen_from=kernel)
+        frozen = Frozen.read(run_dir / "task", source)
+    opened = Opened(request=here, run_dir=str(run_dir), frozen=frozen)
     out: dict = {}
-    worker = threading.Thread(target=_run_flow, args=(here, out), name="bakeoff", daemon=True)
+    worker = threading.Thread(target=_run_flow, args=(opened, out), name="bakeoff", daemon=True)
     store = RunStore(run_dir)
     earlier = store.progress()  # how an earlier run of this directory ended: said if resumed
     if earlier.phase == "starting" and earlier.previous is not None:

@@ -1,4 +1,7 @@
-"""The opening of a bake-off: a request checked against this host before anything starts.
+"""The opening of a bake-off: a request checked against this host before anything starts, its
+run directory resolved and locked, its input frozen. It happens once: `bakeoff run` opens in the
+CLI's process (its freeze runs beside Prefect's start-up) and hands its flow the `Opened` run;
+a deployment's flow run, or a flow called with a plain request, opens itself.
 
 `tasks.models.request` holds what a request is (its fields check themselves); here is what needs
 more than one field, or the host: the languages its backends run, the input on disk, the devices
@@ -11,8 +14,47 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from scripts.errors import BadInput
 from tasks.models.request import BakeoffRequest
+from tasks.run.input_identity import Frozen
+from tasks.run.lock import held_here
+from tasks.run.store import default_run_dir
+
+
+class Opened(BaseModel):
+    """A bake-off opened in this process: its request validated, its run directory (absolute)
+    locked by this process, its input frozen (None while a model has its op spec to write: the
+    flow's freeze phase asks it)."""
+
+    request: BakeoffRequest
+    run_dir: str
+    frozen: Frozen | None = None
+
+
+def run_dir_of(req: BakeoffRequest) -> Path:
+    """The run directory of a validated request, absolute."""
+    given = req.run_dir or default_run_dir(
+        Path(req.kernel_path), Path(req.runs_root), req.mode, req.target_language
+    )
+    return Path(given).resolve()
+
+
+def check_opened(opened: Opened) -> Opened:
+    """`opened` as a flow was handed it: a flow's parameters are whatever its caller typed (a
+    UI's form too), so the lock must be this process's and the frozen task must verify."""
+    if not held_here(Path(opened.run_dir)):
+        raise BadInput(
+            "opened",
+            f"{opened.run_dir} is not locked by this process: an opened run comes from "
+            "`bakeoff run` in the same process; pass the request alone",
+        )
+    if opened.frozen is not None:
+        again = Frozen.read(Path(opened.frozen.task_dir), opened.frozen.source)
+        if again.oracle_sha256 != opened.frozen.oracle_sha256:
+            raise BadInput("opened", f"{opened.frozen.task_dir} is not the task that was frozen")
+    return opened
 
 
 def _languages() -> list[str]:

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from scripts.errors import BadInput
-from tasks.run.lock import LOCK_FILE, run_lock
+from tasks.run.lock import LOCK_FILE, held_here, run_lock
 
 from .conftest import EXAMPLES, ROOT, run_cli
 
@@ -52,11 +52,17 @@ def test_the_lock_goes_with_its_holder_even_when_killed(holder):
         assert f"pid {os.getpid()} on" in (run_dir / LOCK_FILE).read_text()
 
 
-def test_re_entrant_in_one_process_and_no_trace_where_nothing_was_written(tmp_path):
+def test_taken_once_in_one_process_and_no_trace_where_nothing_was_written(tmp_path):
+    """`bakeoff run` takes it and hands its flow the opened run (flows/opening.py): a second
+    take in the same process is a bug, not a count."""
     run_dir = tmp_path / "runs" / "op-1"
     with run_lock(run_dir):
-        with run_lock(run_dir):  # `bakeoff run`, then its flow in a thread
-            assert (run_dir / LOCK_FILE).is_file()
+        assert held_here(run_dir) and (run_dir / LOCK_FILE).is_file()
+        with pytest.raises(RuntimeError, match="holds its lock already"):
+            with run_lock(run_dir):
+                pass
+        assert held_here(run_dir)
+    assert not held_here(run_dir)
     assert not (tmp_path / "runs").exists()  # it made them, and nothing else was written
     with run_lock(run_dir):
         (run_dir / "progress.json").write_text("{}")
@@ -76,3 +82,24 @@ def test_bakeoff_run_into_a_busy_run_directory_is_one_line_and_touches_nothing(h
     assert done.stderr.startswith(f"bakeoff run: error: {run_dir}: another bake-off is running")
     assert f"(pid {proc.pid} on" in done.stderr and done.stderr.count("\n") == 1
     assert {p.name: p.read_bytes() for p in run_dir.iterdir()} == before
+
+
+def test_a_flow_takes_an_opened_run_only_from_the_process_that_opened_it(tmp_path, frozen_rmsnorm):
+    """A flow's parameters are whatever its caller typed (a UI's form too): an opened run is
+    believed only where this process holds its lock, and its frozen task must verify."""
+    from flows.opening import Opened, check_opened
+    from tasks.models.request import BakeoffRequest
+    from tasks.run.input_identity import Frozen, SpecSource
+
+    kernel = str(EXAMPLES / "rmsnorm_torch")
+    frozen = Frozen.read(frozen_rmsnorm, SpecSource(input=kernel, frozen_from=kernel))
+    run_dir = tmp_path / "run"
+    request = BakeoffRequest(kernel_path=kernel, run_dir=str(run_dir))
+    opened = Opened(request=request, run_dir=str(run_dir), frozen=frozen)
+    with pytest.raises(BadInput, match="not locked by this process"):
+        check_opened(opened)
+    with run_lock(run_dir):
+        assert check_opened(opened) is opened
+        forged = frozen.model_copy(update={"oracle_sha256": "0" * 64})
+        with pytest.raises(BadInput, match="not the task that was frozen"):
+            check_opened(opened.model_copy(update={"frozen": forged}))

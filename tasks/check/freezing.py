@@ -21,16 +21,6 @@ from tasks.check.gpu_pool import DevicePool
 from tasks.models.run import PoolConfig
 
 ROOT = Path(__file__).resolve().parents[2]
-# What this process froze or found frozen: (input, task directory) -> (the input's files, the
-# task's manifest). `bakeoff run` freezes before its flow starts, and the flow's freeze phase
-# then asks again: without this it imported the input once more in a sandboxed interpreter
-# to compare, seconds of every bake-off (docs/studies/h200_figures.md, "Freezing").
-_FROZEN_HERE: dict[tuple[str, str], tuple[str, str]] = {}
-
-
-def _state(kernel_path: Path, out: Path) -> tuple[str, str]:
-    task = manifest.files_of(out / manifest.MANIFEST)
-    return manifest.cache_key(manifest.files_of(kernel_path)), manifest.cache_key(task)
 
 
 def freeze_isolated(
@@ -38,20 +28,14 @@ def freeze_isolated(
 ) -> Path:
     """Freeze `kernel_path` into `out`; an existing freeze of the same input is kept as it is."""
     kernel_path, out = Path(kernel_path).resolve(), Path(out).resolve()
-    key = (str(kernel_path), str(out))
-    if (out / manifest.MANIFEST).is_file():
-        if _FROZEN_HERE.get(key) == _state(kernel_path, out):
-            manifest.verify(out)  # unchanged since this process froze it from this input
-            return out
-        from scripts.freeze import freeze  # here: the first ask in a process goes to a subprocess
+    if (out / manifest.MANIFEST).is_file():  # a run resumed: asked once a run (flows/opening.py)
+        from scripts.freeze import freeze  # here: a new freeze goes to a subprocess
 
         freeze(kernel_path, out)  # verifies; refuses a different input
-        _FROZEN_HERE[key] = _state(kernel_path, out)
         return out
     new_dirs = [p for p in [out.parent, *out.parent.parents] if not p.exists()]
     try:
         _freeze_in_subprocess(kernel_path, out, pool, timeout_s)
-        _FROZEN_HERE[key] = _state(kernel_path, out)
         return out
     except BaseException:
         for d in new_dirs:  # deepest first: leave nothing behind that explains nothing

@@ -56,9 +56,6 @@ def retime_while_noisy(
     `most` times (default `tries()`), saying each; the noisy line still true after them, said as
     a warning, or None when the baseline is quiet."""
     most = tries() if most is None else most
-    seen = _state(task)
-    if seen in _SAID_HERE:  # `bakeoff run` did this before its flow's freeze phase asks again
-        return noisy_baseline(task)
     noisy = noisy_baseline(task)
     # The quietest freeze so far is kept aside: a later one may come out noisier (a quickstart
     # here froze at 77%, 29%, then 79% of its median), and the run keeps the least noisy.
@@ -90,23 +87,12 @@ def retime_while_noisy(
         times = "once" if most == 1 else f"{most} times"
         after = f" after re-timing it {times}" if most else f" ({TRIES_VAR}=0: not re-timed)"
         say(f"warning: {noisy}{after}; the report says so beside every speedup")
-    _SAID_HERE.add(_state(task))
     return noisy
 
 
 def _spread(task: Path) -> float:
     """The frozen baseline's widest relative spread over its timed workloads."""
     return max(baseline_stats(task)[1].values(), default=0.0)
-
-
-# Tasks this process re-timed or said, by path and baseline: said once, not re-timed twice.
-_SAID_HERE: set[tuple[str, str]] = set()
-
-
-def _state(task: Path) -> tuple[str, str]:
-    path = Path(task).resolve()
-    baseline = path / "baseline.json"
-    return str(path), baseline.read_text() if baseline.is_file() else ""
 
 
 def host_bound(task: Path) -> list[str]:

@@ -66,6 +66,33 @@ class SpecSource(BaseModel):
         return Path(self.frozen_from) != Path(self.input)
 
 
+class Frozen(BaseModel):
+    """A frozen task as the flows hand it on: where it is, its oracle id, what it freezes."""
+
+    task_dir: str
+    oracle_sha256: str
+    op: str
+    language: str
+    baseline_ms: dict[str, float]
+    source: SpecSource  # what was frozen: the input, or its copy with the op.toml a model wrote
+
+    @classmethod
+    def read(cls, task_dir: Path, source: SpecSource) -> Frozen:
+        """The frozen task at `task_dir`, its manifest verified (a forged id is refused)."""
+        from scripts import manifest  # here: the harness's loader brings torch
+        from scripts.freeze import load_task
+
+        spec, _, baseline = load_task(Path(task_dir))
+        return cls(
+            task_dir=str(task_dir),
+            oracle_sha256=manifest.verify(Path(task_dir)),
+            op=spec.name,
+            language=spec.language.lower(),
+            baseline_ms=baseline.medians(),
+            source=source,
+        )
+
+
 def record_in(run_dir: Path, source: SpecSource) -> str:
     """Keep a written spec in the run directory (`op.toml`, `op_spec.json`); the line to say."""
     run_dir = Path(run_dir)

@@ -6,8 +6,9 @@ where both get a slot, each check then read the other's half-written outputs and
 So a bake-off holds an exclusive lock on `RUN_DIR/.lock` for as long as it runs, and a second one
 stops before writing anything, saying who holds it. The lock is the kernel's (flock): it goes
 with its holder's process, so a killed run leaves nothing to clean up and the same command
-resumes. Re-entrant within one process: `bakeoff run` takes it before its freeze, and the flow it
-then runs in a thread takes it again.
+resumes. Taken once: `bakeoff run` takes it before its freeze and hands the flow it runs in a
+thread the opened run (flows/opening.py), which checks that this process holds it
+(`held_here`) rather than taking it again; a second take in one process is a bug, and raises.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from scripts.errors import BadInput
 
 LOCK_FILE = ".lock"
 
-_held: dict[Path, int] = {}  # run directory -> how many holders in this process
+_held: set[Path] = set()  # run directories this process holds the lock of
 _guard = threading.Lock()
 
 
@@ -33,26 +34,26 @@ _guard = threading.Lock()
 def run_lock(run_dir: Path) -> Iterator[None]:
     """Hold `run_dir`'s lock, or raise BadInput naming the process that holds it."""
     run_dir = Path(run_dir).resolve()
-    made = None
     with _guard:
         if run_dir in _held:
-            _held[run_dir] += 1
-            fd = None
-        else:
-            made = _outermost_missing(run_dir)
-            fd = _take(run_dir)
-            _held[run_dir] = 1
+            raise RuntimeError(f"{run_dir}: this process holds its lock already (one opening)")
+        made = _outermost_missing(run_dir)
+        fd = _take(run_dir)
+        _held.add(run_dir)
     try:
         yield
     finally:
         with _guard:
-            _held[run_dir] -= 1
-            if _held[run_dir] == 0:
-                del _held[run_dir]
-            if fd is not None:
-                if made is not None:  # refused before it wrote anything: leave no trace
-                    _remove_if_bare(run_dir, made)
-                os.close(fd)  # releases it
+            _held.discard(run_dir)
+            if made is not None:  # refused before it wrote anything: leave no trace
+                _remove_if_bare(run_dir, made)
+            os.close(fd)  # releases it
+
+
+def held_here(run_dir: Path) -> bool:
+    """Whether this process holds `run_dir`'s lock."""
+    with _guard:
+        return Path(run_dir).resolve() in _held
 
 
 def _outermost_missing(path: Path) -> Path | None:
