@@ -39,7 +39,7 @@ from flows.opening import Opened, check_opened, run_dir_of, validate
 from flows.prefect_workarounds import LaneStarts, outlive_worker, subflows_without_heartbeats
 from flows.report import publish, report
 from tasks.agents import check_agents
-from tasks.agents.settings import agent_identity
+from tasks.agents.settings import agent_identity, take_key
 from tasks.models.progress import RunProgress
 from tasks.models.request import BakeoffRequest, parse_request, resolve_lanes
 from tasks.models.run import LaneConfig, LaneResult, Report
@@ -229,6 +229,7 @@ def bakeoff(request: BakeoffRequest, opened: Opened | None = None) -> Report:
     """Freeze, (discover,) run the lanes and report; see the module docstring for the modes.
     `opened`: the run `bakeoff run` opened in this process (validated, locked, frozen), whose
     request is `request`; without it the flow opens the run itself (flows/opening.py)."""
+    take_key()  # an entry point: nothing this process starts from here inherits the key
     outlive_worker()  # a deployment's run: its worker may die before it
     if opened is not None:
         opened = check_opened(opened)

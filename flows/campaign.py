@@ -28,6 +28,7 @@ from flows.freeze import freeze
 from flows.opening import Opened, check_opened, validate
 from flows.prefect_workarounds import subflows_without_heartbeats
 from scripts import manifest
+from tasks.agents.settings import take_key
 from tasks.apply.hook import apply_and_record
 from tasks.campaign import Ledger, RoundEntry, archive_for, improves, note_for, round_best
 from tasks.models.request import BakeoffRequest
@@ -49,6 +50,7 @@ def campaign(request: BakeoffRequest, opened: Opened | None = None) -> Report:
     """`request.rounds` bake-offs of `request`; the report of the round that found the best
     variant (else the last round's). `opened`: the run `bakeoff run` opened in this process
     (flows/opening.py); without it the campaign opens its run itself."""
+    take_key()  # an entry point: nothing this process starts from here inherits the key
     if opened is not None:
         return _campaign(check_opened(opened))
     req = validate(request)

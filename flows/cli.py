@@ -15,6 +15,7 @@ import traceback
 from pathlib import Path
 
 from scripts.errors import BadInput
+from tasks.agents.settings import take_key
 
 
 def _prepare_device_env() -> None:
@@ -375,6 +376,7 @@ def _stopped(command: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    take_key()  # first: nothing this command starts (Prefect's server, workers) inherits the key
     args = build_parser().parse_args(argv)
     _prepare_device_env()
     try:

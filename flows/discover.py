@@ -17,6 +17,7 @@ from scripts.spec import OpSpec
 from scripts.verdict import Status
 from tasks.agents import ask
 from tasks.agents.reviewing import review
+from tasks.agents.settings import take_key
 from tasks.backends import languages
 from tasks.check.gpu_pool import DevicePool
 from tasks.discover.resume import ResumingEvaluator, finished_checks
@@ -52,6 +53,7 @@ def discover(
     agent_retries: int | None = None,
     fresh: bool = False,
 ) -> DiscoverOutcome:
+    take_key()  # an entry point: nothing this process starts from here inherits the key
     logger = get_run_logger()
     agents = agents or {}
     store = LaneStore(Path(run_dir) / "discover")

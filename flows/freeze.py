@@ -19,6 +19,7 @@ from prefect.cache_policies import NONE
 
 from scripts.freeze import load_task
 from tasks.agents.freezer import source_for
+from tasks.agents.settings import take_key
 from tasks.check.freezing import freeze_isolated
 from tasks.check.quiet_baseline import retime_while_noisy
 from tasks.models.run import PoolConfig
@@ -50,6 +51,7 @@ def freeze(
     """Freeze `kernel_path` into `out` on a leased device (kept when already frozen from it);
     a directory without a spec gets one first, staged under `specs_root` (default: beside
     `out`)."""
+    take_key()  # an entry point: nothing this process starts from here inherits the key
     logger = get_run_logger()
     source = None
     if needs_spec(Path(kernel_path)):  # before a device is leased: the model takes its time

@@ -26,7 +26,7 @@ from scripts.freeze import load_task
 from scripts.verdict import Status
 from tasks.agents import RoleFailed, ask, deterministic
 from tasks.agents.reviewing import review
-from tasks.agents.settings import NO_MODEL, agent_identity
+from tasks.agents.settings import NO_MODEL, agent_identity, take_key
 from tasks.check.evaluate import Evaluator
 from tasks.check.gpu_pool import DevicePool
 from tasks.models.run import LaneConfig, LaneResult, Lease
@@ -157,6 +157,7 @@ def harness_failed(result) -> bool:
 @flow(name="lane", flow_run_name=_run_name)
 def lane(config: LaneConfig) -> LaneResult:
     """Run one lane of a bake-off and write `lanes/<key>/lane_result.json`."""
+    take_key()  # an entry point: nothing this process starts from here inherits the key
     outlive_worker()  # a lane deployment's run: its worker may die before it
     LaneStarts.started()
     logger = get_run_logger()

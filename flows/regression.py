@@ -33,6 +33,7 @@ from flows.bakeoff import bakeoff
 from flows.prefect_workarounds import outlive_worker, subflows_without_heartbeats
 from scripts.errors import BadInput
 from scripts.verdict import Verdict
+from tasks.agents.settings import take_key
 from tasks.check.gpu_pool import DevicePool
 from tasks.models.request import BakeoffRequest
 from tasks.models.run import PoolConfig
@@ -158,6 +159,7 @@ def regression(
     history_url: str | None = None,
     samples: int | None = None,
 ):
+    take_key()  # an entry point: nothing this process starts from here inherits the key
     outlive_worker()  # its worker may die before it
     logger = get_run_logger()
     suite_path = Path(suite) if Path(suite).is_absolute() else ROOT / suite

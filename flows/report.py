@@ -19,6 +19,7 @@ from prefect.artifacts import (
 )
 
 from scripts import manifest
+from tasks.agents.settings import take_key
 from tasks.check.standing import baseline_stats
 from tasks.models.run import DiscoverOutcome, LaneResult, Report, Standing
 from tasks.report import html as report_html
@@ -110,6 +111,7 @@ def report(
     publish_artifacts: bool = True,
     agents: dict[str, str] | None = None,
 ) -> Report:
+    take_key()  # an entry point: nothing this process starts from here inherits the key
     logger = get_run_logger()
     rows, winner = rank(lanes, discovered, Path(task_dir))
     medians, _ = baseline_stats(Path(task_dir))

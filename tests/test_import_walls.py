@@ -37,3 +37,27 @@ def test_the_graph_sees_a_circle_and_a_lazy_import():
     assert two_way_rooms({"tasks.a.x": {"tasks.b.y"}, "tasks.b.z": {"tasks.a.w"}}) == [
         ("tasks.a", "tasks.b")
     ]
+
+
+def test_an_import_moves_no_key_and_the_command_moves_it_first(tmp_path):
+    """No side effects on import: the API key stays where it is until an entry point (the
+    command's main, a flow) takes it; the command takes it before anything it starts."""
+    import subprocess
+    import sys
+
+    from tests.import_graph import ROOT
+
+    code = (
+        "import os\n"
+        "os.environ['ANTHROPIC_API_KEY'] = 'sk-ant-walls'\n"
+        "import tasks.agents, tasks.agents.messages, flows.bakeoff, flows.cli, flows.lane\n"
+        "print('after imports', os.environ.get('ANTHROPIC_API_KEY'))\n"
+        "from flows.cli import main\n"
+        f"code = main(['check', {str(tmp_path / 'none')!r}, {str(tmp_path / 'none')!r}])\n"
+        "print('after main', code, os.environ.get('ANTHROPIC_API_KEY'))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("after")]
+    assert lines == ["after imports sk-ant-walls", "after main 2 None"], (done.stdout, done.stderr)

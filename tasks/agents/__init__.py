@@ -41,13 +41,10 @@ The room:
     transcript   transcripts, tokens and cost per role call and per lane
     knowledge    curated cards for a lane, learned cards and the archive of winning variants
 
-Importing this package moves ANTHROPIC_API_KEY out of the environment (`settings.take_key`), so
-that nothing this process starts afterwards inherits it.
+Importing this package changes nothing: each entry point (the `bakeoff` command's main, the
+first line of every flow) moves ANTHROPIC_API_KEY out of the environment (`settings.take_key`),
+so that nothing its process starts afterwards inherits it.
 """
-
-from tasks.agents.settings import take_key
-
-take_key()
 
 # Each name loads its module on first use: `ask` brings Prefect, the registry every role's
 # module, so code that needs only the settings or the spec hook (`bakeoff freeze`
