@@ -2,6 +2,7 @@
 problems compile for sm_90 at the problems' real sizes, in every corner of their search spaces?
 
     python -m benchmarks.sm90_preflight [PROBLEM ...] [--out benchmarks/sm90_preflight.md]
+    python -m benchmarks.sm90_preflight PROBLEM --grid BLOCK_M=16,32,64 --grid num_warps=4,8
 
 PROBLEM: a file stem of benchmarks/acceptance/ (default: the nine below), or a KernelBench-format
 file. Each problem is traced
@@ -10,7 +11,8 @@ problems) and matched (tasks/backends/match.py); the libraries whose kernels cov
 listed. For each templated match, configs of its space (kernel_templates.space on nvidia) are
 rendered: the default, each axis at its extremes with the rest at the default, and for each
 value of a categorical axis (precision, passes, loop) the largest valid tile (most shared
-memory). Each config's impl.py is run through op_route's Route on the problem's meta inputs
+memory); with `--grid`, instead every valid config of the grid's product over the default (a
+parameter's values as its space spells them: ints, True/False, names). Each config's impl.py is run through op_route's Route on the problem's meta inputs
 with JITFunction.run intercepted: every launch it would make is cross-compiled for sm_90
 (tasks/backends/triton_xc.cross_compile) with the launch's own argument types, constexprs,
 num_warps and num_stages. Arguments equal to 1 are specialised as Triton does at launch; no
@@ -90,6 +92,34 @@ def configs(match) -> list[tuple[str, dict]]:
     return out
 
 
+def grid_configs(match, grid: dict[str, list[str]]) -> list[tuple[str, dict]]:
+    """(label, config) for every valid point of `grid` (parameter -> values as typed) over the
+    match's default; a parameter the space does not have is refused."""
+    import itertools
+
+    from tasks.backends.kernel_templates import space
+
+    sp, default = space(match, "nvidia")
+    known = {p.name: p.values for p in sp.params}
+    axes = []
+    for name, typed in grid.items():
+        if name not in known:
+            raise SystemExit(f"sm90_preflight: --grid {name}: not a parameter of {match.label}")
+        by_text = {str(v): v for v in known[name]}
+        missing = [t for t in typed if t not in by_text]
+        if missing:
+            raise SystemExit(
+                f"sm90_preflight: --grid {name}={missing[0]}: not one of {known[name]}"
+            )
+        axes.append([(name, by_text[t]) for t in typed])
+    out = []
+    for point in itertools.product(*axes):
+        c = {**default, **dict(point)}
+        if sp.invalid(c) is None:
+            out.append((", ".join(f"{k}={v}" for k, v in point), c))
+    return out
+
+
 def launches(spec, src: Path, entry: str, match, config: dict, scratch: Path) -> list:
     """The (kernel, args, kwargs) the config's impl.py launches on the problem's meta inputs."""
     import torch
@@ -146,7 +176,7 @@ def _shown(label: str, config: dict) -> str:
     return label if label != "default" else ", ".join(f"{k}={v}" for k, v in config.items())
 
 
-def survey(name: str, scratch: Path) -> list[dict]:
+def survey(name: str, scratch: Path, grid: dict[str, list[str]] | None = None) -> list[dict]:
     from tasks.backends.kernel_templates import shared_bytes
 
     path = Path(name) if name.endswith(".py") else ACCEPTANCE / f"{name}.py"
@@ -156,7 +186,7 @@ def survey(name: str, scratch: Path) -> list[dict]:
         rows.append({"problem": name, "libs": libs, "note": "; ".join(notes) or "no template"})
         print(_line(rows[-1]), flush=True)
     for m in found:
-        for label, config in configs(m):
+        for label, config in grid_configs(m, grid) if grid else configs(m):
             base = {"problem": name, "libs": libs, "template": m.label, "config": config,
                     "label": _shown(label, config), "estimate": shared_bytes(m, config)}  # fmt: skip
             start = len(rows)
@@ -197,7 +227,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("problems", nargs="*", default=PROBLEMS)
     parser.add_argument("--out", type=Path, help="write the table here (markdown)")
+    parser.add_argument("--grid", action="append", default=[], metavar="PARAM=V1,V2",
+                        help="compile this grid of the space instead of its corners")  # fmt: skip
     args = parser.parse_args(argv)
+    grid = {}
+    for g in args.grid:
+        name, _, values = g.partition("=")
+        if not values:
+            parser.error(f"--grid {g}: expected PARAM=V1,V2")
+        grid[name] = values.split(",")
     if os.environ.get("TRITON_INTERPRET") == "1":
         print("sm90_preflight: cross-compiling needs TRITON_INTERPRET unset", file=sys.stderr)
         return 2
@@ -207,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     print(HEAD, flush=True)
     with tempfile.TemporaryDirectory(prefix="sm90-preflight-") as scratch:
         for name in args.problems:
-            rows += survey(name, Path(scratch))
+            rows += survey(name, Path(scratch), grid)
     libs = {r["problem"]: r["libs"] for r in rows}
     fails = [r for r in rows if "ok" not in r or not r["ok"] or (r["shared"] or 0) > SHARED_LIMIT]
     summary = [f"{p}: libraries {', '.join(v) or 'none'}" for p, v in libs.items()]

@@ -187,6 +187,11 @@ def space(match: Match, vendor: str = "nvidia") -> tuple[Space, dict]:
         def rule(c):
             return _too_big(match, c, vendor, c["BLOCK_M"] * d)
 
+        if default["precision"] == "tf32x3" and d == 128:
+            # tf32x3 keeps three products' operands live: at head dim 128, 64x64 with 4 warps
+            # spilled 796 B a thread (ptxas, sm_90) and ran 1.244 ms against compile's 0.796 on
+            # an H100; 128x32 with 8 warps spills none (benchmarks/sm90_attention_grid.md)
+            default.update(BLOCK_M=128, BLOCK_N=32, num_warps=8)
         for bn, stages in ((32, 2), (32, 1), (16, 1)):  # a head dim over 128: smaller K/V tiles
             if rule(default) is None:
                 break
