@@ -43,6 +43,7 @@ from tasks.agents.settings import agent_identity, take_key
 from tasks.models.progress import RunProgress
 from tasks.models.request import BakeoffRequest, parse_request, resolve_lanes
 from tasks.models.run import LaneConfig, LaneResult, Report
+from tasks.run.input_identity import Frozen
 from tasks.run.lock import run_lock
 from tasks.run.store import RunStore, lane_cache_key, now
 
@@ -135,21 +136,9 @@ def run_lane(
         return _failed(config, f"lane ended without a result: {type(exc).__name__}: {exc}")
 
 
-def _discover(req: BakeoffRequest, frozen, run_root: Path, warnings: list[str]):
+def _discover(opened: Opened, frozen: Frozen, warnings: list[str]):
     try:
-        return discover(
-            frozen.task_dir,
-            str(run_root),
-            op=frozen.op,
-            backends=req.backends,
-            pool=req.pool,
-            agents=req.agents,
-            check_timeout_s=req.check_timeout_s,
-            samples=req.samples,
-            agent_timeout_s=req.agent_timeout_s,
-            agent_retries=req.agent_retries,
-            fresh=req.fresh,
-        )
+        return discover(opened, frozen)
     except Exception as exc:
         warnings.append(f"Discover failed ({type(exc).__name__}: {exc}); planned without it")
         return None
@@ -283,7 +272,7 @@ def _opened_run(opened: Opened):
         discovered, warnings = None, []
         if req.mode == "bakeoff":
             store.set_phase("discover")
-            discovered = _discover(req, frozen, run_root, warnings)
+            discovered = _discover(opened, frozen, warnings)
             if discovered is not None:  # op_benchmarker's author plan, where a model answers it
                 from tasks.agents.roles.op_benchmarker import plan_authors
 
@@ -320,19 +309,7 @@ def _opened_run(opened: Opened):
 
             curate_bakeoff(results, frozen.task_dir, logger.info)
         store.set_phase("report")
-        final = report(
-            req.kernel_path,  # absolute (validate): `bakeoff apply` finds its repo by it
-            frozen.op,
-            req.mode,
-            str(run_root),
-            frozen.task_dir,
-            results,
-            discovered,
-            warnings,
-            req.history_url,
-            publish_artifacts=False,
-            agents=req.agents,
-        )
+        final = report(opened, frozen, results, discovered, warnings, publish_artifacts=False)
     return final, discovered
 
 

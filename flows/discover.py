@@ -10,7 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from prefect import flow, get_run_logger
+from prefect.runtime import flow_run
 
+from flows.opening import Opened
 from scripts import manifest
 from scripts.baseline import FrozenBaseline
 from scripts.spec import OpSpec
@@ -23,6 +25,7 @@ from tasks.check.gpu_pool import DevicePool
 from tasks.discover.resume import ResumingEvaluator, finished_checks
 from tasks.discover.table import matched_line
 from tasks.models.run import DiscoverOutcome, PoolConfig
+from tasks.run.input_identity import Frozen
 from tasks.run.store import LaneStore, code_version, read_json, task_identity, write_json
 
 
@@ -38,43 +41,43 @@ def discover_key(task_dir: str, backends, agents, check_timeout_s, samples) -> s
     return manifest.cache_key(payload, 24)
 
 
-@flow(name="discover", flow_run_name="discover {op}")
-def discover(
-    task_dir: str,
-    run_dir: str,
-    op: str = "",
-    backends: list[str] | None = None,
-    pool: PoolConfig | None = None,
-    agents: dict[str, str] | None = None,
-    check_timeout_s: float = 300.0,
-    samples: int | None = None,
-    timeout_s: float = 3600.0,
-    agent_timeout_s: float | None = None,
-    agent_retries: int | None = None,
-    fresh: bool = False,
-) -> DiscoverOutcome:
+def _run_name() -> str:
+    frozen = flow_run.parameters.get("frozen") or {}
+    return f"discover {frozen.op if isinstance(frozen, Frozen) else frozen.get('op', '?')}"
+
+
+@flow(name="discover", flow_run_name=_run_name)
+def discover(run: Opened, frozen: Frozen, timeout_s: float = 3600.0) -> DiscoverOutcome:
+    """Measure what exists for `frozen`'s op, for the opened `run`, and plan its lanes."""
     take_key()  # an entry point: nothing this process starts from here inherits the key
+    req, task_dir, run_dir, op = run.request, frozen.task_dir, run.run_dir, frozen.op
+    backends, agents = req.backends, req.agents or {}
     logger = get_run_logger()
-    agents = agents or {}
     store = LaneStore(Path(run_dir) / "discover")
     outcome_path = store.root / "outcome.json"
-    key = discover_key(task_dir, backends, agents, check_timeout_s, samples)
+    key = discover_key(task_dir, backends, agents, req.check_timeout_s, req.samples)
     earlier = read_json(outcome_path)
-    if earlier and not fresh and earlier.get("cache_key") == key:
+    if earlier and not req.fresh and earlier.get("cache_key") == key:
         logger.info("reusing Discover's outcome from an earlier run with the same key")
         return DiscoverOutcome.model_validate(earlier).model_copy(update={"reused": True})
-    kept = {} if fresh else finished_checks(store, key)  # a Discover killed half-way
+    kept = {} if req.fresh else finished_checks(store, key)  # a Discover killed half-way
     if kept:
         logger.info(f"resuming Discover: {len(kept)} finished check(s) of the interrupted run kept")
     store.clear()
     outcome_path.unlink(missing_ok=True)
     spec = OpSpec.model_validate_json((Path(task_dir) / "spec.json").read_text())
     baseline = FrozenBaseline.read(Path(task_dir))
-    device_pool = DevicePool.from_config(pool or PoolConfig())
+    device_pool = DevicePool.from_config(req.pool or PoolConfig())
     with device_pool.lease(f"discover {op}") as lease:
         logger.info(f"measuring existing implementations on {lease.device}")
         evaluator = ResumingEvaluator(
-            Path(task_dir), store, lease.env, check_timeout_s, samples, earlier=kept, key=key
+            Path(task_dir),
+            store,
+            lease.env,
+            req.check_timeout_s,
+            req.samples,
+            earlier=kept,
+            key=key,
         )
         plan = ask(
             "planner",
@@ -103,8 +106,8 @@ def discover(
             "Discover's measurements",
             store.roles_dir,
             agents,
-            agent_timeout_s,
-            agent_retries,
+            req.agent_timeout_s,
+            req.agent_retries,
             task_dir=task_dir,
         )
     broken = [r.candidate.name for r in plan.measured if r.verdict.status is Status.HARNESS_ERROR]

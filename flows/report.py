@@ -17,7 +17,9 @@ from prefect.artifacts import (
     create_markdown_artifact,
     create_table_artifact,
 )
+from prefect.runtime import flow_run
 
+from flows.opening import Opened
 from scripts import manifest
 from tasks.agents.settings import take_key
 from tasks.check.standing import baseline_stats
@@ -26,6 +28,7 @@ from tasks.report import html as report_html
 from tasks.report.baseline_agreement import disagreement
 from tasks.report.ranking import measurement, rank
 from tasks.report.render import render
+from tasks.run.input_identity import Frozen
 from tasks.run.store import write_json
 from tasks.store import history
 
@@ -97,21 +100,27 @@ def with_box_warning(warnings: list[str] | None) -> list[str]:
     return [unsafe, *listed] if unsafe and unsafe not in listed else listed
 
 
-@flow(name="report", flow_run_name="report {kernel} {mode}")
+def _run_name() -> str:
+    run, frozen = flow_run.parameters.get("run") or {}, flow_run.parameters.get("frozen") or {}
+    mode = run.request.mode if isinstance(run, Opened) else (run.get("request") or {}).get("mode")
+    return f"report {frozen.op if isinstance(frozen, Frozen) else frozen.get('op', '?')} {mode}"
+
+
+@flow(name="report", flow_run_name=_run_name)
 def report(
-    kernel_path: str,
-    kernel: str,
-    mode: str,
-    run_dir: str,
-    task_dir: str,
+    run: Opened,
+    frozen: Frozen,
     lanes: list[LaneResult],
     discovered: DiscoverOutcome | None = None,
     warnings: list[str] | None = None,
-    history_url: str | None = None,
     publish_artifacts: bool = True,
-    agents: dict[str, str] | None = None,
 ) -> Report:
+    """The opened `run`'s report over its lanes (and Discover's outcome), ranked on `frozen`."""
     take_key()  # an entry point: nothing this process starts from here inherits the key
+    req, run_dir, task_dir = run.request, run.run_dir, frozen.task_dir
+    # absolute (flows/opening.py validate): `bakeoff apply` finds its repository by it
+    kernel_path, kernel, mode = req.kernel_path, frozen.op, req.mode
+    history_url, agents = req.history_url, req.agents
     logger = get_run_logger()
     rows, winner = rank(lanes, discovered, Path(task_dir))
     medians, _ = baseline_stats(Path(task_dir))
