@@ -29,6 +29,7 @@ from typing import Protocol
 from pydantic import BaseModel, Field
 
 from tasks.models.run import Report, Standing
+from tasks.report.html import results_by_row
 from tasks.run.store import write_json
 
 ARCHIVE_ENV = "BAKEOFF_REFERENCE_ARCHIVE"
@@ -89,7 +90,6 @@ def archive_for(campaign_dir: Path) -> ReferenceArchive:
 
 def round_best(report: Report, arch: str, round_no: int) -> Variant | None:
     """The fastest candidate of a round that counts as a variant, with its lessons."""
-    from tasks.report.html import results_by_row
 
     results = results_by_row(report, None)
     rows = [r for r in report.rows if r.status in ELIGIBLE and r.speedup is not None]

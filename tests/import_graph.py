@@ -83,6 +83,43 @@ def function_imports() -> int:
     return count
 
 
+def unexplained_function_imports(prefix: str) -> list[str]:
+    """`path:line` of each import of a project module inside a function of a module under
+    `prefix` with no comment saying why it is there: on its line, or on the line above it or
+    above the run of import (and blank) lines it stands in."""
+    found = []
+    for name, path in sorted(modules().items()):
+        if not (name == prefix or name.startswith(prefix + ".")):
+            continue
+        lines = path.read_text().splitlines()
+        seen: set[int] = set()
+        for node in ast.walk(ast.parse("\n".join(lines), str(path))):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for inner in ast.walk(node):
+                if not (isinstance(inner, ast.Import | ast.ImportFrom) and _own(inner)):
+                    continue
+                if inner.lineno in seen:
+                    continue
+                seen.add(inner.lineno)
+                if not _explained(lines, inner.lineno, inner.end_lineno):
+                    found.append(f"{path.relative_to(ROOT)}:{inner.lineno}")
+    return found
+
+
+def _explained(lines: list[str], first: int, last: int) -> bool:
+    if any("#" in lines[i - 1] for i in range(first, last + 1)):
+        return True
+    above = first - 1
+    while above >= 1 and (
+        lines[above - 1].strip().startswith(("from ", "import ")) or not lines[above - 1].strip()
+    ):
+        if "#" in lines[above - 1]:
+            return True
+        above -= 1
+    return above >= 1 and lines[above - 1].strip().startswith("#")
+
+
 def _own(node: ast.Import | ast.ImportFrom) -> bool:
     if isinstance(node, ast.ImportFrom):
         return node.level > 0 or (node.module or "").split(".")[0] in PACKAGES

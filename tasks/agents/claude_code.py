@@ -35,8 +35,10 @@ from pathlib import Path
 import httpx
 from pydantic import BaseModel, ValidationError
 
+from scripts import box, isolation
 from tasks.agents.drivers import RoleError
 from tasks.agents.settings import AgentSettings, take_key
+from tasks.agents.tools import INPUT_CHARS, input_size
 from tasks.agents.transcript import BudgetSpent, Transcript
 from tasks.agents.workspace import READ_ONLY_TOP
 
@@ -202,7 +204,6 @@ class Bridge:
         self.transcript.event("turn", model=sent.get("model"), sent=last, answer=content)
 
     def tool(self, name: str, arguments: dict) -> tuple[str, bool]:
-        from tasks.agents.tools import INPUT_CHARS, input_size
 
         text, is_error = self.context.copy().run(self._tool, name, arguments)
         size, limit = input_size(arguments), getattr(self.tools, "input_chars", INPUT_CHARS)
@@ -306,7 +307,6 @@ def boxed_argv(argv: list[str], env: dict, bridge: Bridge, ws) -> list[str]:
     """`argv` (the CLI) started by the forwarder, in the box: the workspace writable but its
     read-only top entries; the CLI's install and the bridge's directory read-only; its own
     loopback up for the forwarder; nothing else of the host."""
-    from scripts import box, isolation
 
     real, read = cli_paths(argv[0])
     plan = box.plan(
@@ -333,7 +333,6 @@ def converse(
     remaining=lambda: float("inf"),
     accept=None,
 ) -> BaseModel:
-    from scripts import isolation
 
     refused = isolation.refusal()
     if refused:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from scripts.freeze import load_task
 from tasks.agents.conversation import talk
 from tasks.agents.knowledge import learned_dir, write_card
 from tasks.agents.loop import arch_of
@@ -18,14 +19,15 @@ from tasks.agents.prompts import render_prompt
 from tasks.agents.review import MAX_SOURCE_CHARS
 from tasks.agents.settings import AgentSettings, model_configured
 from tasks.agents.transcript import Ledger
+from tasks.agents.workspace import Workspace
+from tasks.check.standing import baseline_stats
 from tasks.models.plan import CandidateResult
+from tasks.report.ranking import margin
 from tasks.run.store import read_json
 
 
 def measured_win(lane, task_dir: Path) -> CandidateResult | None:
     """The lane's accepted candidate if it beat the baseline by more than the measured spread."""
-    from tasks.check.standing import baseline_stats
-    from tasks.report.ranking import margin
 
     review_ = lane.review
     if review_ is None or review_.decision != "accepted":
@@ -74,8 +76,6 @@ def update_experience(
 ) -> Path | None:
     """One learned card for a measured win of a model-driven lane; None (and why) otherwise.
     `others`: the other winning lanes of the same bake-off (curate_bakeoff)."""
-    from scripts.freeze import load_task
-    from tasks.agents.workspace import Workspace
 
     if not model_configured() or not (lane_dir / "receipts.json").is_file():
         return None

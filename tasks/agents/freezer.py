@@ -21,6 +21,12 @@ from typing import TYPE_CHECKING
 
 from scripts.errors import BadInput
 from scripts.op_toml import spec_toml
+from tasks.agents.conversation import talk
+from tasks.agents.outputs import SpecDraft
+from tasks.agents.prompts import render_prompt
+from tasks.agents.settings import AgentSettings, model_configured
+from tasks.agents.tools import LaneTools
+from tasks.agents.transcript import Ledger
 from tasks.run.input_identity import SpecSource, needs_spec, no_spec_here, sources_key
 
 if TYPE_CHECKING:  # the agent runtime loads only when a spec is written
@@ -48,12 +54,6 @@ def write_spec(
 ) -> Path:
     """Ask oracle_freezer for the spec of `kernel_dir`; return `out` (sources + op.toml)."""
     from scripts.untrusted import load_spec  # the draft imports the user's kernel: boxed
-    from tasks.agents.conversation import talk
-    from tasks.agents.outputs import SpecDraft
-    from tasks.agents.prompts import render_prompt
-    from tasks.agents.settings import AgentSettings
-    from tasks.agents.tools import LaneTools
-    from tasks.agents.transcript import Ledger
 
     settings = settings or AgentSettings.from_env()
     kernel_dir, out, work = Path(kernel_dir), Path(out), Path(work)
@@ -123,7 +123,6 @@ def spec_for(kernel_path: Path, root: Path) -> tuple[Path, str]:
     """The path to freeze and what was done to get it: the input itself when a format reads it;
     else, with a model configured, a copy of it with the op.toml oracle_freezer wrote (under
     `root/specs/`); else BadInput naming the directory and what is missing."""
-    from tasks.agents.settings import model_configured
 
     kernel_path = Path(kernel_path)
     if not needs_spec(kernel_path):

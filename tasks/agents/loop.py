@@ -30,6 +30,7 @@ from tasks.agents.explore import default_width, run_round, shares
 from tasks.agents.knowledge import cards_for, learned_dir, starts_for
 from tasks.agents.memory import LaneMemory, directives
 from tasks.agents.outputs import RoundAnswer
+from tasks.agents.profile import take_digest
 from tasks.agents.prompts import render_prompt
 from tasks.agents.quick import QuickChecks
 from tasks.agents.settings import AgentSettings
@@ -268,7 +269,6 @@ def first_correct(result, mode: str, settings: AgentSettings, ledger: Ledger) ->
 
 def best_digest(ws, best, lane_dir: Path, device_env: dict, device_lock) -> object:
     """The new best's profile digest on its first timed workload, from its checked snapshot."""
-    from tasks.agents.profile import take_digest
 
     scratch = lane_dir / "memory-profile"
     shutil.rmtree(scratch, ignore_errors=True)

@@ -15,6 +15,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from scripts import box, forkserver, isolation, sandbox
+from tasks.agents import profile_parse
+from tasks.agents.digest import build, render
+from tasks.check.roofline import device_rates, floors
+
 ROOT = Path(__file__).resolve().parents[2]
 DEADLINE_S = 300.0
 
@@ -44,7 +49,6 @@ def _run(tool: str, task_dir: Path, candidate: Path, workload: str, env: dict, d
     full_env = {**env, **device_env, "PYTHONPATH": str(ROOT)}
     # Its home is the one writable directory of its box: Triton keeps its cache under HOME.
     full_env["HOME"] = str(out_dir.parent)
-    from scripts import box, isolation
 
     # The candidate runs under the profiler: in the box (scripts/box.py), the task and the
     # candidate read-only, only the workspace's temporary directory writable.
@@ -76,7 +80,6 @@ def _run(tool: str, task_dir: Path, candidate: Path, workload: str, env: dict, d
 def _fork(argv: list[str], env: dict, device_env: dict, out_dir: Path, plan: dict):
     """`profile_run` forked by the warm server the lane's checks use (scripts/forkserver.py),
     in the box: no interpreter start or torch import; a fresh one where warm starts are off."""
-    from scripts import forkserver, sandbox
 
     log = out_dir.parent / "profile_run.log"
     finished = forkserver.run_module(
@@ -112,7 +115,6 @@ def digest(
     task_dir: Path, candidate: Path, workload: str, env: dict, device_env: dict, name: str = ""
 ) -> str:
     """The profile digest of a candidate on one workload as the model reads it, or why none."""
-    from tasks.agents.digest import render
 
     found = take_digest(task_dir, candidate, workload, env, device_env, name)
     return found if isinstance(found, str) else render(found)
@@ -123,10 +125,8 @@ def take_digest(
 ):
     """The profile digest of a candidate on one workload (tasks/agents/digest.py): ncu on
     NVIDIA, rocprofv3 on ROCm, torch.profiler on a host without a GPU; or why there is none."""
+    # here: scripts.freeze brings torch, a second of import this module's callers skip
     from scripts.freeze import load_task
-    from tasks.agents import profile_parse
-    from tasks.agents.digest import build
-    from tasks.check.roofline import device_rates, floors
 
     tool, why = which_profiler()
     if tool is None and "no GPU" not in why:

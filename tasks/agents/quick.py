@@ -16,6 +16,7 @@ import shutil
 import threading
 from pathlib import Path
 
+from scripts.check import check
 from scripts.verdict import Verdict
 
 QUICK_TIMEOUT_S = 120.0
@@ -49,7 +50,6 @@ class QuickChecks:
         return self.allowance - self.used
 
     def _harness(self, candidate: Path, workdir: Path, timeout_s: float) -> Verdict:
-        from scripts.check import check
 
         return check(
             self.task_dir,

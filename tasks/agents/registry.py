@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 from scripts.errors import BadInput
 from tasks.agents.inputs import RoleInputs
+from tasks.agents.settings import model_configured
 
 Responder = Callable  # RoleRequest -> the output model (or a dict of it), sync or async
 
@@ -38,7 +39,7 @@ class Role:
 
 
 def _gather() -> dict[str, Role]:
-    from tasks.agents import roles
+    from tasks.agents import roles  # here: every role imports the registry back
 
     found: dict[str, Role] = {}
     for info in sorted(pkgutil.iter_modules(roles.__path__), key=lambda m: m.name):
@@ -62,8 +63,6 @@ def load_responder(path: str) -> Responder:
 def responder_for(role: str, agents: dict[str, str] | None) -> Responder:
     """The drop-in named in `agents`, else the model-driven responder when a model is
     configured, else the deterministic one."""
-    from tasks.agents.settings import model_configured
-
     spec = ROLES[role]
     if role in (agents or {}):
         return load_responder(agents[role])

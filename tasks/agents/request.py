@@ -31,6 +31,7 @@ class RoleRequest:
 
     def __post_init__(self) -> None:
         if isinstance(self.inputs, dict):
+            # here: the registry imports every role, which import this module
             from tasks.agents.registry import ROLES
 
             model = ROLES[self.role].inputs if self.role in ROLES else None

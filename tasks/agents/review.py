@@ -22,6 +22,7 @@ from tasks.agents.prompts import render_prompt
 from tasks.agents.settings import AgentSettings
 from tasks.agents.tools import verdict_text
 from tasks.agents.transcript import Ledger
+from tasks.agents.workspace import candidate_diff
 from tasks.check.standing import review_candidates
 from tasks.models.plan import CandidateResult
 from tasks.models.run import Review
@@ -46,8 +47,8 @@ def reviewed_text(task_dir, chosen: CandidateResult) -> str:
     writer left in it included, as part of the code), or its sources without a frozen task."""
     if not task_dir:
         return sources(Path(chosen.candidate.path))
+    # here: scripts.freeze brings torch, a second of import this module's callers skip
     from scripts.freeze import load_task
-    from tasks.agents.workspace import candidate_diff
 
     spec, _, _ = load_task(Path(task_dir))
     return candidate_diff(Path(task_dir), spec, chosen)[:MAX_SOURCE_CHARS] or "(no change)"
@@ -59,6 +60,7 @@ def review_digest(request, chosen: CandidateResult) -> str:
     task_dir = request.inputs.task_dir
     if not task_dir:
         return "none: no frozen task to profile against"
+    # here: scripts.freeze brings torch, a second of import this module's callers skip
     from scripts.freeze import load_task
 
     spec, _, _ = load_task(Path(task_dir))

@@ -27,8 +27,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from scripts import box, isolation
 from tasks.agents.nofollow import Moved
 from tasks.agents.profile import digest
+from tasks.agents.quick import quick_text
 from tasks.agents.transcript import BudgetSpent, redact
 from tasks.agents.workspace import READ_ONLY_TOP, Workspace
 from tasks.check.deadline import DeadlineExceeded
@@ -285,7 +287,6 @@ class LaneTools:
 
     def tool_run_command(self, command: str, timeout_s: float | None = None) -> str:
         limit = min(float(timeout_s or self.command_timeout_s), self.command_timeout_s)
-        from scripts import box, isolation
 
         # In the box (scripts/box.py): the workspace writable but its read-only top entries,
         # nothing else of the host (the run, the frozen task, credentials, the network).
@@ -341,7 +342,6 @@ class LaneTools:
         return verdict_text(result, entry["receipt"])
 
     def tool_quick_check(self, path: str) -> str:
-        from tasks.agents.quick import quick_text
 
         source = self.resolve(path)
         if not source.exists():

@@ -15,12 +15,13 @@ from pathlib import Path
 from tasks.agents.outputs import AuthorPlan, ReportProse
 from tasks.agents.request import RoleRequest
 from tasks.check.standing import review_candidates
+from tasks.discover.plan import discover
+from tasks.engine.search_lane import run_search
 from tasks.models.plan import DiscoverPlan
 from tasks.models.run import Review, SearchOutcome
 
 
 def plan_from_measurements(request: RoleRequest) -> DiscoverPlan:
-    from tasks.discover.plan import discover
 
     i = request.inputs
     evaluator = i.evaluator
@@ -34,7 +35,6 @@ def plan_from_measurements(request: RoleRequest) -> DiscoverPlan:
 
 
 def search(request: RoleRequest) -> SearchOutcome:
-    from tasks.engine.search_lane import run_search
 
     i = request.inputs
     evaluator = i.evaluator

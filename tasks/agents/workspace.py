@@ -40,6 +40,7 @@ from scripts import manifest
 from scripts.spec import OpSpec
 from tasks.agents.lanegit import LaneGit
 from tasks.agents.nofollow import Moved, copy_below
+from tasks.agents.sheet import measured_facts
 from tasks.models.plan import CandidateRef, CandidateResult
 from tasks.report.render import render
 from tasks.run.store import read_json, write_json
@@ -145,8 +146,8 @@ class Workspace:
         (ws.root / "candidates").mkdir()
         if mode == "optimize":
             _copy(src, ws.root / "candidates" / "incumbent", skip=ws.reference_files())
+        # here: scripts.freeze brings torch, a second of import this module's callers skip
         from scripts.freeze import load_task
-        from tasks.agents.sheet import measured_facts
 
         facts = measured_facts(ws.task_dir, spec, load_task(ws.task_dir)[2], cards)
         (ws.root / "TASK.md").write_text(render("agent_task.md.j2", **(facts | sheet)))

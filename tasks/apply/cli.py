@@ -9,6 +9,7 @@ from pathlib import Path
 
 from scripts.errors import BadInput
 from tasks.apply.winner import ApplyResult, apply_winner
+from tasks.report.html import load_run
 
 
 def describe(done: ApplyResult) -> str:
@@ -23,7 +24,6 @@ def describe(done: ApplyResult) -> str:
 
 
 def apply_run(run_dir: Path, repo: str | None, branch: str | None, as_json: bool) -> int:
-    from tasks.report.html import load_run
 
     if not (Path(run_dir) / "report.json").is_file():
         raise BadInput(str(run_dir), "not a finished run directory (no report.json)")

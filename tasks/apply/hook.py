@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from scripts.errors import BadInput
+from tasks.apply.cli import describe
 from tasks.apply.winner import ApplyResult, apply_winner
 from tasks.models.run import DiscoverOutcome, Report
 from tasks.run.store import write_json
@@ -14,7 +15,6 @@ RESULT = "apply.json"
 
 
 def apply_and_record(report: Report, discovered: DiscoverOutcome | None, logger) -> ApplyResult:
-    from tasks.apply.cli import describe
 
     try:
         done = apply_winner(report, discovered)

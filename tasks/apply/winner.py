@@ -32,6 +32,8 @@ from tasks.apply.git_branch import (
 from tasks.check.standing import baseline_stats
 from tasks.models.plan import CandidateResult
 from tasks.models.run import DiscoverOutcome, Report
+from tasks.report.html import results_by_row
+from tasks.run.input_identity import recorded
 
 SKIPPED = ("__pycache__", ".pyc")
 CONFIG_DIR = "bakeoff-tuned"
@@ -161,14 +163,12 @@ def apply_winner(
     repo_path: str | None = None,
     branch: str | None = None,
 ) -> ApplyResult:
-    from tasks.report.html import results_by_row
 
     w = report.winner
     if w is None:
         return ApplyResult(
             status="refused", reason="no winner: the original kernel is kept, nothing to apply"
         )
-    from tasks.run.input_identity import recorded
 
     result = results_by_row(report, discovered).get((w.source, w.name))
     written = recorded(Path(report.run_dir))  # the input had no spec: the model wrote one

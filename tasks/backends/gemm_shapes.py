@@ -9,6 +9,7 @@ from pathlib import Path
 
 import torch
 
+from scripts import untrusted
 from scripts.formats import module_for
 from scripts.program import shape_of
 from scripts.spec import OpSpec
@@ -53,7 +54,6 @@ def record_step(spec: dict, src_dir: str, entry: str) -> list[dict]:
 def record(ctx: BuildContext, entry: str) -> list[dict]:
     """Distinct GEMM rows (aiter's untuned-CSV columns) over every timed frozen workload, read
     in the box; a row that is not aiter's columns and types is refused."""
-    from scripts import untrusted
 
     rows = untrusted.call(
         f"{__name__}:record_step",

@@ -19,6 +19,7 @@ import torch
 from tasks.backends import kernel_templates
 from tasks.backends.base import Backend, BuildContext
 from tasks.backends.match import Match
+from tasks.backends.triton_templates import interpreted_allowed, matches
 from tasks.models.plan import CandidateRef
 
 
@@ -61,8 +62,6 @@ class Library(Backend):
             return f"{self.dist} is not installed (pip install 'kernel-bakeoff[{extra}]')"
         vendor = gpu_vendor()
         if vendor is None:
-            from tasks.backends.triton_templates import interpreted_allowed
-
             if self.interpreter and interpreted_allowed():
                 return None
             return f"{self.dist} runs on a GPU ({', '.join(self.vendors)}); none here"
@@ -89,7 +88,6 @@ class Library(Backend):
         return True
 
     def candidates(self, ctx: BuildContext) -> list[CandidateRef]:
-        from tasks.backends.triton_templates import matches
 
         entry, found, notes = matches(ctx)
         mine = self.covered(found)

@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def main(argv: list[str]) -> int:
+    # here: the child in the box loads what it runs, its parent's callers import this module light
     import torch
 
     from scripts.formats import module_for
@@ -36,7 +37,7 @@ def main(argv: list[str]) -> int:
 def run(task_dir: Path, entry: str, env: dict[str, str], timeout_s: float, log: Path) -> int:
     """Run main() in a boxed child with `env` added; it writes only `log`'s directory (where
     the tuner's files go), its output goes to `log`. Returns the exit code (124: timed out)."""
-    from scripts import box, sandbox
+    from scripts import box, sandbox  # here: the boxed child imports this module, and not these
 
     out = Path(log).resolve().parent
     scratch = out / "scratch"

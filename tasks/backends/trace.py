@@ -21,6 +21,11 @@ from pathlib import Path
 import torch
 from torch.overrides import TorchFunctionMode
 
+from scripts.formats import module_for
+from scripts.program import shape_of
+from scripts.spec import OpSpec
+from scripts.untrusted import call
+
 _JSONABLE = (int, float, bool, str, type(None))
 
 
@@ -112,8 +117,6 @@ def _fx_arg(a):
 
 
 def _meta_inputs(spec, src: Path, workload) -> list:
-    from scripts.formats import module_for
-    from scripts.program import shape_of
 
     if spec.format == "native":
         where = f"workload {workload.name!r}"
@@ -129,8 +132,6 @@ def _meta_inputs(spec, src: Path, workload) -> list:
 def trace(spec, src: Path, entry: str) -> dict:
     """Per timed workload: the call log, the aten graph, flops and bytes. Runs user code."""
     from torch.utils.flop_counter import FlopCounterMode
-
-    from scripts.formats import module_for
 
     torch.set_grad_enabled(False)
     fn = module_for(spec.format).load_callable(spec, Path(src), entry, "meta")
@@ -166,14 +167,12 @@ def trace(spec, src: Path, entry: str) -> dict:
 
 def trace_step(spec: dict, src_dir: str, entry: str) -> dict:
     """What the box runs for `trace_isolated` (scripts/untrusted.py runs it by name)."""
-    from scripts.spec import OpSpec
 
     return trace(OpSpec.model_validate(spec), Path(src_dir), entry)
 
 
 def trace_isolated(ctx, entry: str) -> dict:
     """`trace` in the sandbox, cached beside the candidates (one trace per Discover)."""
-    from scripts.untrusted import call
 
     cache = Path(ctx.workdir) / "trace.json"
     if cache.is_file():

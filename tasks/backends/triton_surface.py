@@ -11,6 +11,7 @@ from pathlib import Path
 
 from scripts.arch import ArchInfo
 from scripts.program import import_file
+from scripts.untrusted import call
 from tasks.search.space import Param, Space
 
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "waves_per_eu", "matrix_instr_nonkdim", "kpack")
@@ -87,7 +88,6 @@ def _kernel(name: str, obj) -> Kernel | None:
 
 def discover_isolated(src_dir: Path, entry: str) -> Surface | None:
     """`discover` in the sandbox (scripts/untrusted.py): the file is user or model code."""
-    from scripts.untrusted import call
 
     where, src = f"{src_dir}/{entry}", str(Path(src_dir).resolve())
     found = call(f"{__name__}:surface_step", where, read=[src], src_dir=src, entry=entry)

@@ -106,6 +106,7 @@ def cross_compile_in_child(
         "targets": targets,
         "options": options,
     }
+    # here: the child (`_child`, in the box) imports this module too, and needs none of these
     from scripts import box
     from scripts.isolation import wrap
     from scripts.sandbox import scrub_env
@@ -137,7 +138,7 @@ def cross_compile_in_child(
 
 
 def _child() -> int:
-    from scripts.program import import_file
+    from scripts.program import import_file  # here: brings torch, for the child only
 
     request = json.loads(sys.stdin.read())
     module = import_file(Path(request["file"]), "cross-compile")

@@ -40,6 +40,7 @@ from prefect import task
 from prefect.cache_policies import NONE
 
 from scripts import manifest
+from scripts.check import check, precompile
 from scripts.errors import BadInput
 from scripts.freeze import CACHES, baseline_cache_key
 from scripts.verdict import Status
@@ -60,8 +61,6 @@ def evaluate(
     cache_dir: str | None = None,
     baseline_cache_dir: str | None = None,
 ) -> CandidateResult:
-    from scripts.check import check
-    from scripts.verdict import Status
 
     def once(attempt: str):
         return check(
@@ -161,7 +160,6 @@ class Evaluator:
         at once, on this evaluator's device. Only before checks: the caller holds the device
         and nothing is being timed on it. Advice only: a failure here is logged, and the
         check judges the candidate as it would have."""
-        from scripts.check import precompile
 
         todo = [r for r in refs if not self._kept(self._key(r)).is_file()]
         jobs = precompile_jobs(todo)

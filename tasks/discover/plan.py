@@ -7,8 +7,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tasks import backends as registry
+from tasks.backends import triton_templates
 from tasks.backends.aiter_gemm import AiterGemm
 from tasks.backends.base import BuildContext
+from tasks.backends.trace import trace_isolated
 from tasks.backends.wrappers import baseline_candidate
 from tasks.models.plan import (
     BackendStatus,
@@ -89,8 +91,6 @@ def _proposals(ctx: BuildContext, chosen, statuses: list[BackendStatus]) -> list
 def traced(ctx: BuildContext) -> tuple[dict, list[dict], list[str]]:
     """The reference's trace summary: per-workload flops and bytes, its matches and notes. A
     reference the sandbox cannot trace is said in the notes, never fatal."""
-    from tasks.backends import triton_templates
-    from tasks.backends.trace import trace_isolated
 
     try:
         entry, found, notes = triton_templates.matches(ctx)

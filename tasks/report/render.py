@@ -6,6 +6,8 @@ from pathlib import Path
 
 import jinja2
 
+from tasks.discover.table import floor_ms
+
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 
 
@@ -27,7 +29,6 @@ _env = jinja2.Environment(
 
 
 def _floor_ms(row) -> float | None:
-    from tasks.discover.table import floor_ms
 
     return floor_ms(row)
 

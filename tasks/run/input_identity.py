@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from scripts import manifest
 from scripts.errors import BadInput
 from tasks.run.atomic_json import write_json
 
@@ -23,7 +24,7 @@ RECORD = "op_spec.json"  # in a run directory: where its input's spec came from
 def needs_spec(path: Path) -> bool:
     """A directory that no input format reads (no op.toml, not a KernelBench .py, not a trace
     set): the case where oracle_freezer writes the spec."""
-    from scripts.formats import detect_format
+    from scripts.formats import detect_format  # here: brings torch; `bakeoff run` starts without it
 
     path = Path(path)
     if not path.is_dir():
@@ -47,8 +48,6 @@ def sources_key(kernel_dir: Path) -> str:
     """A short hash of a directory's files: names its staged copy, and the run directory of an
     input that has no spec yet (tasks/run/store.py), before the model has written one."""
     import hashlib
-
-    from scripts import manifest
 
     files = manifest.build(Path(kernel_dir))
     return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:12]
@@ -79,7 +78,7 @@ class Frozen(BaseModel):
     @classmethod
     def read(cls, task_dir: Path, source: SpecSource) -> Frozen:
         """The frozen task at `task_dir`, its manifest verified (a forged id is refused)."""
-        from scripts import manifest  # here: the harness's loader brings torch
+        # here: scripts.freeze brings torch, a second of import this module's callers skip
         from scripts.freeze import load_task
 
         spec, _, baseline = load_task(Path(task_dir))

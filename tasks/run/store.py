@@ -27,6 +27,7 @@ from tasks.models.plan import CandidateResult
 from tasks.models.progress import LaneProgress, RunProgress
 from tasks.models.run import LaneConfig, LaneResult
 from tasks.run.atomic_json import write_json  # noqa: F401  (the store's writer, named here too)
+from tasks.run.input_identity import needs_spec, sources_key
 
 ROOT = Path(__file__).resolve().parents[2]
 CODE_DIRS = ("flows", "tasks", "scripts", "templates", "roles")
@@ -54,7 +55,6 @@ def input_key(kernel_path: Path) -> tuple[str, str]:
     directory without a spec (its spec is written in the freeze phase, tasks/agents/freezer.py)
     is named for itself and its sources until then: the run directory is known before."""
     from scripts.untrusted import load_spec  # imports the input in the sandbox
-    from tasks.run.input_identity import needs_spec, sources_key
 
     if needs_spec(Path(kernel_path)):
         return Path(kernel_path).resolve().name, sources_key(Path(kernel_path))

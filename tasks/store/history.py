@@ -23,6 +23,8 @@ from scripts.baseline import FrozenBaseline
 from scripts.spec import OpSpec
 from scripts.verdict import Verdict
 from tasks.models.run import DiscoverOutcome, Report, Standing
+from tasks.report.html import results_by_row
+from tasks.run.store import code_version
 from tasks.store.schema import CandidateRowDB, RunRow, TimingRow, engine_for
 
 ENV_VAR = "BAKEOFF_HISTORY_URL"
@@ -175,8 +177,6 @@ def _lanes(report: Report) -> list[dict]:
 
 
 def run_from_report(report: Report, discovered: DiscoverOutcome | None = None) -> RunOut:
-    from tasks.report.html import results_by_row
-    from tasks.run.store import code_version
 
     task = Path(report.task_dir)
     fingerprint = json.loads((task / "fingerprint.json").read_text())

@@ -29,7 +29,7 @@ class LaneInputs(RoleInputs):
 
 
 def run_lane(request) -> SearchOutcome:
-    from tasks.agents.loop import run_lane
+    from tasks.agents.loop import run_lane  # here: the responder bears its implementation's name
 
     return run_lane(request)
 

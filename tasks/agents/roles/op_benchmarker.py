@@ -18,7 +18,7 @@ from tasks.agents.conversation import answer_request
 from tasks.agents.outputs import AuthorPlan
 from tasks.agents.registry import Role, deterministic
 from tasks.agents.request import RoleInputs
-from tasks.models.plan import DiscoverPlan
+from tasks.models.plan import DiscoverPlan, PlanEntry
 from tasks.models.run import DiscoverOutcome
 
 
@@ -59,9 +59,9 @@ def plan_authors(
     """Discover's outcome with its author entries from op_benchmarker's AuthorPlan (where a
     model answers it); unchanged, with one line said, where none does or it fails."""
 
+    # here: role_task imports the registry, which imports this module; the backends take 3 s
     from tasks.agents.role_task import RoleFailed, ask
-    from tasks.backends import languages
-    from tasks.models.plan import PlanEntry
+    from tasks.backends import languages  # (the 3 s above)
 
     if deterministic("op_benchmarker", agents):
         say("op_benchmarker: no model configured; the author lanes are Discover's plan")

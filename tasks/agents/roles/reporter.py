@@ -76,7 +76,10 @@ def write_prose(request) -> ReportProse:
 
 def report_prose(report: Report, agents: dict | None, say) -> tuple[str, list[str]]:
     """(prose, dropped sentences) for the report, or ("", []) without a model (one line said)."""
-    from tasks.agents.role_task import RoleFailed, ask
+    from tasks.agents.role_task import (  # here: role_task imports the registry, which imports this module
+        RoleFailed,
+        ask,
+    )
 
     if deterministic("reporter", agents):
         say("reporter: no model configured; the report has no prose")

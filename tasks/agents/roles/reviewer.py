@@ -21,7 +21,7 @@ class ReviewInputs(RoleInputs):
 
 
 def review(request) -> Review:
-    from tasks.agents.review import review
+    from tasks.agents.review import review  # here: the responder bears its implementation's name
 
     return review(request)
 
