@@ -38,12 +38,16 @@ from flows.lane import lane, lane_store
 from flows.opening import Opened, check_opened, run_dir_of, validate
 from flows.prefect_workarounds import LaneStarts, outlive_worker, subflows_without_heartbeats
 from flows.report import publish, report
+from scripts.isolation import warning
 from tasks.agents import check_agents
+from tasks.agents.experience import curate_bakeoff
+from tasks.agents.roles.op_benchmarker import plan_authors
 from tasks.agents.settings import agent_identity, take_key
+from tasks.apply.hook import apply_and_record
 from tasks.models.progress import RunProgress
 from tasks.models.request import BakeoffRequest, parse_request, resolve_lanes
 from tasks.models.run import LaneConfig, LaneResult, Report
-from tasks.run.input_identity import Frozen
+from tasks.run.input_identity import Frozen, record_in
 from tasks.run.lock import run_lock
 from tasks.run.store import RunStore, lane_cache_key, now
 
@@ -232,8 +236,6 @@ def bakeoff(request: BakeoffRequest, opened: Opened | None = None) -> Report:
     publish(final, scope=artifact_scope())  # on this run, the one a user opens
     logger.info(phases.winner_line(final))
     if opened.request.apply_to_original:  # the winner onto a new branch of the input's repository
-        from tasks.apply.hook import apply_and_record
-
         apply_and_record(final, discovered, logger)
     RunStore(Path(opened.run_dir)).set_phase("done", report=final.report_path)
     return final
@@ -244,7 +246,6 @@ def _opened_run(opened: Opened):
     logger = get_run_logger()
     req, run_root = opened.request, Path(opened.run_dir)
     check_agents(req.agents)
-    from scripts.isolation import warning
 
     if unsafe := warning():
         logger.warning(unsafe)
@@ -264,8 +265,6 @@ def _opened_run(opened: Opened):
             specs_root=str(Path(req.runs_root).resolve()),
         )
         if frozen.source.written:  # oracle_freezer wrote the spec: kept here, said once
-            from tasks.run.input_identity import record_in
-
             store.set_phase("freeze", spec=record_in(run_root, frozen.source))
             logger.info(f"the op spec oracle_freezer wrote is kept as {run_root / 'op.toml'}")
         logger.info(phases.frozen_line(frozen))
@@ -274,8 +273,6 @@ def _opened_run(opened: Opened):
             store.set_phase("discover")
             discovered = _discover(opened, frozen, warnings)
             if discovered is not None:  # op_benchmarker's author plan, where a model answers it
-                from tasks.agents.roles.op_benchmarker import plan_authors
-
                 discovered = plan_authors(
                     discovered, frozen.task_dir, str(run_root), req.agents, logger.info
                 )
@@ -305,8 +302,6 @@ def _opened_run(opened: Opened):
         for result in results:
             logger.info(phases.lane_line(result))
         if req.mode == "bakeoff":  # one curated learned card for the whole bake-off
-            from tasks.agents.experience import curate_bakeoff
-
             curate_bakeoff(results, frozen.task_dir, logger.info)
         store.set_phase("report")
         final = report(opened, frozen, results, discovered, warnings, publish_artifacts=False)

@@ -14,7 +14,8 @@ import sys
 import traceback
 from pathlib import Path
 
-from scripts.errors import BadInput
+from scripts.errors import BadInput, shown
+from scripts.sandbox import descendants
 from tasks.agents.settings import take_key
 
 
@@ -30,6 +31,7 @@ def _prepare_device_env() -> None:
 
 
 def cmd_freeze(args) -> int:
+    # lazily, as every command here: a command loads only what it runs (no Prefect for freeze, check)
     from scripts import sizes
     from scripts.freeze import freeze, load_task
     from scripts.manifest import verify
@@ -53,7 +55,7 @@ def cmd_freeze(args) -> int:
     degenerate = spec.degenerate.message if spec.degenerate else None
     if degenerate:
         print(f"bakeoff freeze: warning: {degenerate}", file=sys.stderr)
-    from tasks.check.standing import noisy_baseline
+    from tasks.check.standing import noisy_baseline  # lazily, as every command here
 
     noisy = noisy_baseline(task)
     if noisy:  # every speedup will divide by this figure: said at once, on stderr
@@ -80,6 +82,7 @@ def cmd_freeze(args) -> int:
 def cmd_check(args) -> int:
     from functools import partial
 
+    # lazily, as every command here: a command loads only what it runs (no Prefect for freeze, check)
     from scripts.candidate_fit import refuse_unfit
     from scripts.check import check
     from scripts.freeze import load_task, measure_baseline
@@ -115,6 +118,7 @@ def _frozen_for_check(kernel: Path, out: str | None, measure) -> Path:
     """The task `bakeoff freeze KERNEL` makes (runs/tasks/<op>, or `--out`), reused when it was
     frozen from the same input: one oracle id, one denominator, whichever command froze it.
     Where it is, and whether it was frozen now, is said in one line on stderr."""
+    # lazily, as every command here: a command loads only what it runs (no Prefect for freeze, check)
     from scripts import manifest
     from scripts.freeze import default_out, freeze
     from scripts.untrusted import load_spec  # in the box; freeze's own call reuses its answer
@@ -174,7 +178,7 @@ def _verdict_table(v) -> str:
 
 
 def cmd_list(args) -> int:
-    from scripts.formats import flashinfer
+    from scripts.formats import flashinfer  # lazily, as every command here
 
     ops = flashinfer.list_operators(Path(args.trace_set))
     if args.json:
@@ -232,13 +236,13 @@ def cmd_run(args) -> int:
 
 
 def cmd_history(args) -> int:
-    from tasks.store.cli import show
+    from tasks.store.cli import show  # lazily, as every command here
 
     return show(args.kernel, args.runs_root, args.db, args.json)
 
 
 def cmd_apply(args) -> int:
-    from tasks.apply.cli import apply_run
+    from tasks.apply.cli import apply_run  # lazily, as every command here (it loads git)
 
     return apply_run(Path(args.run_dir), args.repo, args.branch, args.json)
 
@@ -258,7 +262,6 @@ class OneLineParser(argparse.ArgumentParser):
     prints its usage block first; `--help` still shows it)."""
 
     def error(self, message: str):
-        from scripts.errors import shown
 
         self.exit(2, f"{self.prog}: error: {shown(message)}\n")
 
@@ -363,8 +366,6 @@ def _stopped(command: str) -> int:
     with the process; what they finished is on disk, and the same command reuses it."""
     import signal
 
-    from scripts.sandbox import descendants
-
     print(f"\nbakeoff {command}: {STOPPED}", file=sys.stderr, flush=True)
     sys.stdout.flush()
     for pid in descendants(os.getpid()):  # Prefect's server, the fork server: ours, and holding
@@ -402,7 +403,6 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if args.debug or args.command != "run":
             raise
-        from scripts.errors import shown
 
         print(f"bakeoff run: failed: {type(exc).__name__}: {shown(exc)}", file=sys.stderr)
         return 1

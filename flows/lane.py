@@ -25,6 +25,7 @@ from flows.prefect_workarounds import LaneStarts, outlive_worker
 from scripts.freeze import load_task
 from scripts.verdict import Status
 from tasks.agents import RoleFailed, ask, deterministic
+from tasks.agents.experience import update_experience
 from tasks.agents.reviewing import review
 from tasks.agents.settings import NO_MODEL, agent_identity, take_key
 from tasks.check.evaluate import Evaluator
@@ -140,7 +141,6 @@ def _work(config: LaneConfig, store: LaneStore, lease: Lease, result: LaneResult
         device_env=lease.env,
     )
     say(f"reviewer: {result.review.decision} {result.review.candidate or ''}".rstrip())
-    from tasks.agents.experience import update_experience
 
     if config.learn == "bakeoff":  # the bake-off writes one curated card after every lane
         return

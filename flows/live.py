@@ -28,12 +28,18 @@ from flows import phases
 from flows.opening import Opened, run_dir_of, validate
 from flows.prefect_workarounds import start_beside_freeze, subflows_without_heartbeats
 from flows.run_table import lane_lines, ranking_table, short, winner_line
+from scripts.isolation import refusal, warning
+from tasks.agents.settings import model_configured
+from tasks.apply.cli import describe
+from tasks.apply.hook import RESULT
+from tasks.apply.winner import ApplyResult
 from tasks.check.freezing import freeze_isolated
 from tasks.check.gpu_pool import resolve
+from tasks.check.quiet_baseline import host_bound, retime_while_noisy, unfreeze
 from tasks.models.progress import LaneProgress
 from tasks.models.request import BakeoffRequest
 from tasks.models.run import Report
-from tasks.run.input_identity import Frozen, SpecSource
+from tasks.run.input_identity import Frozen, SpecSource, needs_spec, no_spec_here
 from tasks.run.lock import run_lock
 from tasks.run.store import LaneStore, RunStore, write_json
 
@@ -167,7 +173,7 @@ def warm_fork_server(devices, on_cpu: bool = False) -> bool:
     (seconds, docs/studies/h200_figures.md) was the first check's time."""
     if devices.kind == "cpu" and not on_cpu:
         return False
-    from scripts.check import warm_up
+    from scripts.check import warm_up  # here: torch, on a GPU host only
 
     warm_up(devices.env_for(devices.ids[0]))
     return True
@@ -175,11 +181,11 @@ def warm_fork_server(devices, on_cpu: bool = False) -> bool:
 
 def _run_flow(opened: Opened, out: dict) -> None:
     try:  # the import too: a dependency missing on a host is the error to say, not a KeyError
-        from flows.bakeoff import bakeoff
+        from flows.bakeoff import bakeoff  # here: Prefect's flows, once the display is up
 
         with subflows_without_heartbeats():  # the embedded server lives and dies with us
             if opened.request.rounds > 1:
-                from flows.campaign import campaign
+                from flows.campaign import campaign  # here: as the bake-off's flow above
 
                 out["report"] = campaign(opened.request, opened=opened)
             else:
@@ -191,9 +197,6 @@ def _run_flow(opened: Opened, out: dict) -> None:
 def _print_extras(console, report: Report, req: BakeoffRequest) -> None:
     """The campaign's ledger and the apply's outcome, when asked for (flows/campaign.py,
     tasks/apply/)."""
-    from tasks.apply.cli import describe
-    from tasks.apply.hook import RESULT
-    from tasks.apply.winner import ApplyResult
 
     if req.rounds > 1:
         console.print(f"campaign ledger: {Path(req.run_dir or report.run_dir).parent.parent}")
@@ -214,19 +217,15 @@ def run(
     if not debug:  # the display and the UI carry what Prefect would print on the console
         os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
     req = validate(request)
-    from tasks.run.input_identity import needs_spec, no_spec_here
 
     specless = needs_spec(Path(req.kernel_path))  # the flow's freeze phase has the spec written
     if specless:
-        from tasks.agents.settings import model_configured
-
         if not model_configured():  # one line, before any server starts
             raise no_spec_here(Path(req.kernel_path))
     run_dir = run_dir_of(req)
     console = Console(stderr=as_json)
     if not console.is_terminal:
         console.width = 140  # a log file or a pipe: room for the ranking table
-    from scripts.isolation import refusal, warning
 
     if refused := refusal():  # the box cannot be made here: untrusted code is not run
         console.print(f"[bold red]bakeoff: {refused}[/]")
@@ -243,7 +242,6 @@ def _quiet_at_freeze(
 ) -> None:
     """Before any candidate races: a host-bound baseline timed beside the product's own start-up
     (a GPU host) timed again after it, and a noisy one re-timed (tasks/check/quiet_baseline.py)."""
-    from tasks.check.quiet_baseline import host_bound, retime_while_noisy, unfreeze
 
     def refreeze() -> None:
         freeze_isolated(Path(req.kernel_path), task, req.pool)

@@ -16,7 +16,10 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from scripts.arch import cpu_llc_bytes
+from scripts.check import default_samples
 from scripts.errors import BadInput
+from tasks.check.gpu_pool import resolve
 from tasks.models.request import BakeoffRequest
 from tasks.run.input_identity import Frozen
 from tasks.run.lock import held_here
@@ -89,11 +92,8 @@ def validate(req: BakeoffRequest) -> BakeoffRequest:
         raise BadInput("backends", f"applies only to --mode bakeoff (this is --mode {mode})")
     if not Path(req.kernel_path).exists():
         raise BadInput(req.kernel_path, "no such file or directory")
-    if req.dispatch == "local":  # imported here: evaluate's imports take 4 s
-        from scripts.arch import cpu_llc_bytes
-        from scripts.check import default_samples
-        from tasks.check.evaluate import precompile_jobs
-        from tasks.check.gpu_pool import resolve
+    if req.dispatch == "local":
+        from tasks.check.evaluate import precompile_jobs  # here: its imports take 2-4 s
 
         resolve(req.pool)  # raises for ids that do not exist here
         precompile_jobs()  # raises for a BAKEOFF_PRECOMPILE_JOBS that is not a number

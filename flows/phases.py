@@ -4,6 +4,7 @@ so `prefect deployment run ... --watch` and the UI's log say how each phase ende
 from __future__ import annotations
 
 from scripts.verdict import Status
+from tasks.discover.table import matched_line
 from tasks.models.progress import RunProgress
 from tasks.models.run import DiscoverOutcome, LaneResult, Report
 
@@ -43,7 +44,6 @@ def discover_line(found: DiscoverOutcome | None) -> str:
     )
     planned = ", ".join(f"{p.language}:{p.mode}" for p in plan.plan) or "none"
     reused = " (reused)" if found.reused else ""
-    from tasks.discover.table import matched_line
 
     return (
         f"Discover{reused}: measured {rows or 'nothing'}; planned lanes {planned}; "

@@ -31,6 +31,7 @@ from prefect.states import Completed, Failed
 
 from flows.bakeoff import bakeoff
 from flows.prefect_workarounds import outlive_worker, subflows_without_heartbeats
+from scripts.check import check
 from scripts.errors import BadInput
 from scripts.verdict import Verdict
 from tasks.agents.settings import take_key
@@ -74,7 +75,6 @@ def load_suite(suite: Path) -> list[dict]:
 @task(name="retime", cache_policy=NONE)
 def retime(task_dir: str, path: str, env: dict, pool: PoolConfig, samples: int | None) -> Verdict:
     """Check and time one result again against its frozen task, on a leased device."""
-    from scripts.check import check
 
     with DevicePool.from_config(pool).lease(f"retime {Path(path).name}") as lease:
         return check(

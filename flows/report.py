@@ -21,6 +21,8 @@ from prefect.runtime import flow_run
 
 from flows.opening import Opened
 from scripts import manifest
+from scripts.isolation import warning
+from scripts.spec import OpSpec
 from tasks.agents.settings import take_key
 from tasks.check.standing import baseline_stats
 from tasks.models.run import DiscoverOutcome, LaneResult, Report, Standing
@@ -83,7 +85,6 @@ def publish(result: Report, scope: str = "") -> None:
 def oracle_warnings(task_dir: Path) -> list[str]:
     """The freeze's word on an oracle that does not discriminate (scripts/oracle_probe.py): the
     first warning of every report (report.md, report.html, --json, the terminal)."""
-    from scripts.spec import OpSpec
 
     spec = OpSpec.model_validate_json((Path(task_dir) / "spec.json").read_text())
     return [spec.degenerate.message] if spec.degenerate else []
@@ -93,7 +94,6 @@ def with_box_warning(warnings: list[str] | None) -> list[str]:
     """The run's warnings, the loud line first where untrusted code ran out of its box on
     purpose (BAKEOFF_ISOLATION=none): report.md, report.html and the terminal say it, not only
     the checks' logs."""
-    from scripts.isolation import warning
 
     listed = list(warnings or [])
     unsafe = warning()
