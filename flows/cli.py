@@ -15,8 +15,7 @@ import traceback
 from pathlib import Path
 
 from scripts.errors import BadInput, shown
-from scripts.sandbox import descendants
-from tasks.agents.settings import take_key
+from tasks.agents.key import take_key
 
 
 def _prepare_device_env() -> None:
@@ -365,6 +364,8 @@ def _stopped(command: str) -> int:
     """Ctrl-C: one line, and out at once. Threads still writing (a lane, Prefect's server) die
     with the process; what they finished is on disk, and the same command reuses it."""
     import signal
+
+    from scripts.sandbox import descendants  # lazily, as every command here
 
     print(f"\nbakeoff {command}: {STOPPED}", file=sys.stderr, flush=True)
     sys.stdout.flush()

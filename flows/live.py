@@ -30,9 +30,6 @@ from flows.prefect_workarounds import start_beside_freeze, subflows_without_hear
 from flows.run_table import lane_lines, ranking_table, short, winner_line
 from scripts.isolation import refusal, warning
 from tasks.agents.settings import model_configured
-from tasks.apply.cli import describe
-from tasks.apply.hook import RESULT
-from tasks.apply.winner import ApplyResult
 from tasks.check.freezing import freeze_isolated
 from tasks.check.gpu_pool import resolve
 from tasks.check.quiet_baseline import host_bound, retime_while_noisy, unfreeze
@@ -197,6 +194,10 @@ def _run_flow(opened: Opened, out: dict) -> None:
 def _print_extras(console, report: Report, req: BakeoffRequest) -> None:
     """The campaign's ledger and the apply's outcome, when asked for (flows/campaign.py,
     tasks/apply/)."""
+    # here: the apply's modules load git, which a run without --apply never needs
+    from tasks.apply.cli import describe
+    from tasks.apply.hook import RESULT
+    from tasks.apply.winner import ApplyResult
 
     if req.rounds > 1:
         console.print(f"campaign ledger: {Path(req.run_dir or report.run_dir).parent.parent}")

@@ -1,9 +1,10 @@
-"""The model's settings, with their defaults in one place, and the one holder of the API key.
+"""The model's settings, with their defaults in one place.
 
 `AgentSettings.from_env()` reads `BAKEOFF_AGENT_*` variables over the defaults below. The key
-(`ANTHROPIC_API_KEY`) is moved out of `os.environ` into this module the first time it is seen
-(`take_key`), so no subprocess started afterwards (a Prefect server, a judge, a tool command, a
-candidate, the Claude Code CLI) can inherit it: it lives only in the process that calls the API.
+(`ANTHROPIC_API_KEY`) is moved out of `os.environ` the first time it is seen (`take_key`, held in
+tasks/agents/key.py and named here too), so no subprocess started afterwards (a Prefect server,
+a judge, a tool command, a candidate, the Claude Code CLI) can inherit it: it lives only in the
+process that calls the API.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-KEY_VARIABLE = "ANTHROPIC_API_KEY"
+from tasks.agents.key import KEY_VARIABLE, forget_key, take_key  # noqa: F401 (the key's one holder)
+
 NO_MODEL = f"no model configured; set {KEY_VARIABLE}"  # a skipped lane's reason
 
 # US dollars per million tokens (input, output), from the public model pages read 2026-12-01
@@ -27,23 +29,6 @@ PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
     "claude-sonnet-4-5": (3.0, 15.0),
     "claude-haiku-4-5": (1.0, 5.0),
 }
-
-_held_key: str | None = None
-
-
-def take_key() -> str | None:
-    """The API key, moved out of the environment on first sight and kept here only."""
-    global _held_key
-    value = os.environ.pop(KEY_VARIABLE, None)
-    if value:
-        _held_key = value
-    return _held_key
-
-
-def forget_key() -> None:
-    """Drop the held key (tests, and a process that wants the model off)."""
-    global _held_key
-    _held_key = None
 
 
 class AgentSettings(BaseModel):
