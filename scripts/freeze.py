@@ -144,19 +144,6 @@ def freeze(
     return out
 
 
-# A baseline whose only fault is its timing is judged again, up to this many times in all: on
-# a loaded host its wall-clock blocks are preempted (CI at aa90e34, a service test beside the
-# suite: "timed at 5.793 ms per call ... the harness's wall clock saw 22.59 ms"), and the freeze
-# failed. Work outside the timed region is there in every run, so it is still refused.
-TIMING_TRIES = 3
-
-
-def _timing_only(verdict) -> bool:
-    """Whether every workload that failed was flagged over its timing, its outputs right."""
-    failed = [w for w in verdict.workloads if w.status is not Status.PASSED]
-    return bool(failed) and all(w.status is Status.FLAGGED and w.timing for w in failed)
-
-
 def measure_baseline(spec: OpSpec, task_dir: Path, **options) -> dict:
     """Check and time the staged baseline through the judge (the path every candidate takes);
     a baseline that does not pass its own check cannot be frozen."""
@@ -164,10 +151,6 @@ def measure_baseline(spec: OpSpec, task_dir: Path, **options) -> dict:
 
     module_for(spec.format)  # fail early on an unknown format
     verdict = judge_baseline(task_dir, **options)
-    for _ in range(TIMING_TRIES - 1):
-        if verdict.passed or not _timing_only(verdict):
-            break
-        verdict = judge_baseline(task_dir, **options)
     untimed = {w.name for w in spec.workloads if not w.timed}
     failed = {w.workload: w.reason for w in verdict.workloads if w.status is not Status.PASSED}
     if failed and verdict.workloads and set(failed) <= untimed:

@@ -498,13 +498,21 @@ class Judge:
 
 
 def _only_the_clock(verdict: Verdict) -> bool:
-    """Whether the judge's clock bound (scripts/verify.py) is all that failed this verdict."""
+    """Whether the judge's clocks are all that failed this verdict: its bound on the samples
+    (scripts/verify.py) or the back-to-back blocks' wall clock (`timing.wall_problem`). A loaded
+    host trips either for an honest process now and then (CI at 0f4c983: an honest copy of the
+    baseline timed at 4.4 ms a call, its blocks seen at 16.0 ms); a cheat's work outside the
+    timed region, or its forged samples, trip them in every run."""
+    from scripts.timing import wall_problem
+
     failed = [w for w in verdict.workloads if w.status is not Status.PASSED]
     return bool(failed) and all(
         w.status is Status.FLAGGED
         and w.timing is not None
-        and w.timing.clock_least_ms is not None
-        and w.timing.median_ms < w.timing.clock_least_ms
+        and (
+            (w.timing.clock_least_ms is not None and w.timing.median_ms < w.timing.clock_least_ms)
+            or (w.reason is not None and w.reason == wall_problem(w.timing))
+        )
         for w in failed
     )
 

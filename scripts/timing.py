@@ -284,6 +284,12 @@ def timing_problem(t: Timing, floor: float) -> str | None:
             f"measured {t.median_ms:.4g} ms, below the physical floor {floor:.4g} ms for its bytes "
             "and flops on this device"
         )
+    return wall_problem(t)
+
+
+def wall_problem(t: Timing) -> str | None:
+    """Why the back-to-back blocks disagree with the timed samples (work outside the timed
+    region, or a loaded host that preempted a block), or None."""
     wall = t.wall_ms_per_call
     mean = statistics.fmean(t.samples_ms)
     # A call may take the host longer to queue than the device to run (launch-bound): then

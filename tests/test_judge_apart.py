@@ -214,3 +214,31 @@ def test_a_checked_path_swapped_for_a_link_is_not_followed(tmp_path):
     with pytest.raises(Moved):
         copy_below(root, root / "candidates" / "a" / "kernel.py", tmp_path / "snap3.py")
     assert not (tmp_path / "snap2" / "kernel.py").exists() and not (tmp_path / "snap3.py").exists()
+
+
+def test_a_check_flagged_by_the_judges_clocks_alone_is_run_again():
+    """The judge runs a check again when its clocks are all that flagged it: its bound on the
+    samples, or the back-to-back blocks' wall clock, which a loaded host trips for an honest
+    process too (CI at 0f4c983: 4.4 ms a call timed, 16.0 ms seen back to back). A flag of
+    another kind (the physical floor, a wrong output) is not run again."""
+    from scripts.judge import _only_the_clock
+    from scripts.timing import wall_problem
+    from scripts.verdict import Timing, Verdict, WorkloadVerdict
+
+    samples = [4.2, 4.4, 4.5, 4.3, 4.4]
+    timing = Timing(clock="host", sample_count=5, median_ms=4.4, min_ms=4.2, max_ms=4.5,
+                    spread_ms=0.1, samples_ms=samples, wall_ms_per_call=16.0)  # fmt: skip
+    walled = wall_problem(timing)
+    assert walled and "wall clock saw 16" in walled
+
+    def verdict(status, reason, t=timing):
+        w = WorkloadVerdict(workload="w", status=status, reason=reason, timing=t)
+        return Verdict(candidate="c", oracle_sha256="0" * 64, device="cpu", status=status,
+                       reason=reason, workloads=[w])  # fmt: skip
+
+    assert _only_the_clock(verdict(Status.FLAGGED, walled))
+    assert not _only_the_clock(verdict(Status.FLAGGED, "measured 0.001 ms, below the floor"))
+    assert not _only_the_clock(verdict(Status.INCORRECT_NUMERICAL, "max error 1.0"))
+    quiet = timing.model_copy(update={"wall_ms_per_call": 4.6})
+    assert wall_problem(quiet) is None
+    assert not _only_the_clock(verdict(Status.FLAGGED, walled, quiet))
