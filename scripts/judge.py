@@ -38,6 +38,7 @@ from scripts import (
 from scripts.baseline import BaselineWorkload, FrozenBaseline
 from scripts.errors import BadInput
 from scripts.spec import OpSpec
+from scripts.timing import wall_problem
 from scripts.verdict import Status, TorchWork, Verdict, WorkloadVerdict, geomean
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -503,8 +504,6 @@ def _only_the_clock(verdict: Verdict) -> bool:
     host trips either for an honest process now and then (CI at 0f4c983: an honest copy of the
     baseline timed at 4.4 ms a call, its blocks seen at 16.0 ms); a cheat's work outside the
     timed region, or its forged samples, trip them in every run."""
-    from scripts.timing import wall_problem
-
     failed = [w for w in verdict.workloads if w.status is not Status.PASSED]
     return bool(failed) and all(
         w.status is Status.FLAGGED
