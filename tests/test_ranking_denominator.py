@@ -114,16 +114,23 @@ def test_a_drifted_baseline_beside_the_candidate_flags_it_and_inflates_nothing(t
     assert alone[0].status == "flagged" and not any(r.status == "winner" for r in alone)
 
 
+def _gpu_task(task_dir, median_ms: float) -> None:
+    """A frozen task of one timed workload on a device, its baseline's spread a few hundredths
+    of a per cent of `median_ms` (as on the H100)."""
+    spec = {"name": "op", "entry": "kernel.py:op", "language": "torch",
+            "workloads": [{"name": "w", "timed": True}]}  # fmt: skip
+    samples = [median_ms - 0.001, median_ms, median_ms + 0.001]
+    base = {"device": "cuda", "workloads": {"w": {"median_ms": median_ms, "spread_ms": 0.001,
+                                                  "samples_ms": samples}}}  # fmt: skip
+    (task_dir / "spec.json").write_text(json.dumps(spec))
+    (task_dir / "baseline.json").write_text(json.dumps(base))
+
+
 def test_a_win_beyond_the_baselines_move_stands_and_one_within_it_does_not(tmp_path):
     """The H100 case (2026-12-06): spreads of a few hundredths of a per cent, the baseline
     beside 0.7% over its frozen figure, a template at 1.31x: flagged for the move until the
     rule asked whether the move could account for the win."""
-    spec = {"name": "op", "entry": "kernel.py:op", "language": "torch",
-            "workloads": [{"name": "w", "timed": True}]}  # fmt: skip
-    base = {"device": "cuda", "workloads": {"w": {"median_ms": 2.709, "spread_ms": 0.001,
-                                                  "samples_ms": [2.708, 2.709, 2.710]}}}  # fmt: skip
-    (tmp_path / "spec.json").write_text(json.dumps(spec))
-    (tmp_path / "baseline.json").write_text(json.dumps(base))
+    _gpu_task(tmp_path, 2.709)
     frozen = BaselineWorkload(median_ms=2.709, spread_ms=0.001)
     said = drift(timing(2.729, rel=0.0005), frozen)
     assert said and "1.007x" in said  # a move beyond both spreads, and said
@@ -178,12 +185,7 @@ def test_a_noisy_frozen_baseline_is_said_in_one_line_and_in_the_report(task):
 def test_a_win_the_host_cannot_keep_up_with_is_flagged_and_one_it_can_stands(tmp_path):
     """The H100 fp32 GEMM (2026-12-06): FlagGems ran 2.085 ms on the device against cuBLAS's
     2.649, but its host took 3.84 ms to queue each call: in a caller's loop, 0.69x."""
-    spec = {"name": "op", "entry": "kernel.py:op", "language": "torch",
-            "workloads": [{"name": "w", "timed": True}]}  # fmt: skip
-    base = {"device": "cuda", "workloads": {"w": {"median_ms": 2.649, "spread_ms": 0.001,
-            "samples_ms": [2.648, 2.649, 2.650]}}}  # fmt: skip
-    (tmp_path / "spec.json").write_text(json.dumps(spec))
-    (tmp_path / "baseline.json").write_text(json.dumps(base))
+    _gpu_task(tmp_path, 2.649)
 
     def checked(name, median, host):
         r = result(name, median, 2.649)
