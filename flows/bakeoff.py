@@ -34,20 +34,19 @@ from prefect.runtime import flow_run
 from flows import phases
 from flows.discover import discover
 from flows.freeze import freeze
-from flows.lane import lane, lane_store
+from flows.lane import lane
 from flows.opening import Opened, check_opened, run_dir_of, validate
 from flows.prefect_workarounds import LaneStarts, outlive_worker, subflows_without_heartbeats
 from flows.report import publish, report
 from scripts.isolation import warning
-from tasks.agents import check_agents
-from tasks.agents.experience import curate_bakeoff
-from tasks.agents.roles.op_benchmarker import plan_authors
-from tasks.agents.settings import agent_identity, take_key
 from tasks.apply.hook import apply_and_record
+from tasks.engine.lane import lane_store
+from tasks.engine.model_room import by_model, identity, model_room
 from tasks.models.progress import RunProgress
 from tasks.models.request import BakeoffRequest, parse_request, resolve_lanes
 from tasks.models.run import LaneConfig, LaneResult, Report
 from tasks.run.input_identity import Frozen, record_in
+from tasks.run.key import model_configured, take_key
 from tasks.run.lock import run_lock
 from tasks.run.store import RunStore, lane_cache_key, now
 
@@ -68,7 +67,7 @@ def _failed(config: LaneConfig, reason: str) -> LaneResult:
         mode=config.lane.mode,
         status="failed",
         reason=reason,
-        cache_key=lane_cache_key(config, agent_identity()),
+        cache_key=lane_cache_key(config, identity()),
         attempt=config.attempt,
         finished=now(),
         lane_dir=str(lane_store(config).root),
@@ -108,7 +107,7 @@ def _via_deployment(config: LaneConfig, deployment: str) -> LaneResult:
 def reuse(config: LaneConfig) -> LaneResult | None:
     """The completed result of an earlier run with the same cache key, marked reused."""
     store = lane_store(config)
-    earlier = store.reusable(lane_cache_key(config, agent_identity()))
+    earlier = store.reusable(lane_cache_key(config, identity()))
     if earlier is None:
         return None
     store.progress(
@@ -245,7 +244,8 @@ def _opened_run(opened: Opened):
     """The bake-off of an opened run, up to its report: (the report, Discover's outcome)."""
     logger = get_run_logger()
     req, run_root = opened.request, Path(opened.run_dir)
-    check_agents(req.agents)
+    if req.agents:  # the operator's drop-ins: roles that exist, callables that load
+        model_room("check_agents")(req.agents)
 
     if unsafe := warning():
         logger.warning(unsafe)
@@ -272,9 +272,13 @@ def _opened_run(opened: Opened):
         if req.mode == "bakeoff":
             store.set_phase("discover")
             discovered = _discover(opened, frozen, warnings)
-            if discovered is not None:  # op_benchmarker's author plan, where a model answers it
-                discovered = plan_authors(
+            if discovered is not None and by_model("op_benchmarker", req.agents):
+                discovered = model_room("plan_authors")(  # the author plan a model makes
                     discovered, frozen.task_dir, str(run_root), req.agents, logger.info
+                )
+            elif discovered is not None:
+                logger.info(
+                    "op_benchmarker: no model configured; the author lanes are Discover's plan"
                 )
             logger.info(phases.discover_line(discovered))
         specs, plan_warnings = resolve_lanes(
@@ -301,8 +305,8 @@ def _opened_run(opened: Opened):
         results = _run_lanes(req, configs, reused)
         for result in results:
             logger.info(phases.lane_line(result))
-        if req.mode == "bakeoff":  # one curated learned card for the whole bake-off
-            curate_bakeoff(results, frozen.task_dir, logger.info)
+        if req.mode == "bakeoff" and model_configured():  # one curated card for the bake-off
+            model_room("curate_bakeoff")(results, frozen.task_dir, logger.info)
         store.set_phase("report")
         final = report(opened, frozen, results, discovered, warnings, publish_artifacts=False)
     return final, discovered

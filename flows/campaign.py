@@ -28,11 +28,11 @@ from flows.freeze import freeze
 from flows.opening import Opened, check_opened, validate
 from flows.prefect_workarounds import subflows_without_heartbeats
 from scripts import manifest
-from tasks.agents.settings import take_key
 from tasks.apply.hook import apply_and_record
 from tasks.campaign import Ledger, RoundEntry, archive_for, improves, note_for, round_best
 from tasks.models.request import BakeoffRequest
 from tasks.models.run import Report
+from tasks.run.key import take_key
 from tasks.run.lock import run_lock
 from tasks.run.store import RunStore, default_run_dir
 from tasks.store.history import history_url

@@ -15,7 +15,7 @@ import traceback
 from pathlib import Path
 
 from scripts.errors import BadInput, shown
-from tasks.agents.key import take_key
+from tasks.run.key import take_key
 
 
 def _prepare_device_env() -> None:
@@ -34,10 +34,13 @@ def cmd_freeze(args) -> int:
     from scripts import sizes
     from scripts.freeze import freeze, load_task
     from scripts.manifest import verify
-    from tasks.agents.freezer import spec_for  # a directory without a spec: oracle_freezer's
+    from tasks.engine.model_room import model_room  # a directory without a spec: the model's
+    from tasks.run.input_identity import needs_spec
 
     root = Path(args.out).resolve().parent if args.out else Path("runs")
-    kernel_path, said = spec_for(Path(args.kernel_path), root)
+    kernel_path, said = Path(args.kernel_path), ""
+    if needs_spec(kernel_path):  # oracle_freezer writes it, or says in one line what is missing
+        kernel_path, said = model_room("spec_for")(kernel_path, root)
     if said:
         print(said, file=sys.stderr)
     if not args.json and sys.stderr.isatty():  # the baseline's check can take a minute

@@ -18,18 +18,19 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NONE
 
 from scripts.freeze import load_task
-from tasks.agents.freezer import source_for
-from tasks.agents.settings import take_key
 from tasks.check.freezing import freeze_isolated
 from tasks.check.quiet_baseline import retime_while_noisy
+from tasks.engine.model_room import model_room
 from tasks.models.run import PoolConfig
 from tasks.run.input_identity import Frozen, SpecSource, needs_spec
+from tasks.run.key import take_key
 
 
 @task(name="write-op-spec", cache_policy=NONE)
 def op_spec_task(kernel_path: str, specs_root: str) -> SpecSource:
-    """oracle_freezer's op spec for a directory that has none (reused for the same sources)."""
-    return source_for(kernel_path, specs_root)
+    """oracle_freezer's op spec for a directory that has none (reused for the same sources);
+    without a model, the model's room says in one line what the directory lacks."""
+    return model_room("source_for")(kernel_path, specs_root)
 
 
 @task(name="freeze-kernel", cache_policy=NONE)

@@ -29,7 +29,6 @@ from flows.opening import Opened, run_dir_of, validate
 from flows.prefect_workarounds import start_beside_freeze, subflows_without_heartbeats
 from flows.run_table import lane_lines, ranking_table, short, winner_line
 from scripts.isolation import refusal, warning
-from tasks.agents.settings import model_configured
 from tasks.check.freezing import freeze_isolated
 from tasks.check.gpu_pool import resolve
 from tasks.check.quiet_baseline import host_bound, retime_while_noisy, unfreeze
@@ -37,6 +36,7 @@ from tasks.models.progress import LaneProgress
 from tasks.models.request import BakeoffRequest
 from tasks.models.run import Report
 from tasks.run.input_identity import Frozen, SpecSource, needs_spec, no_spec_here
+from tasks.run.key import model_configured
 from tasks.run.lock import run_lock
 from tasks.run.store import LaneStore, RunStore, write_json
 
@@ -300,9 +300,10 @@ def _run_locked(
         _quiet_at_freeze(req, run_dir / "task", console, beside_startup=beside)
         marks["quiet"] = time.time()
     marks["server"] = time.time()
-    from tasks.agents import check_agents  # first Prefect import: the request is good by now
+    if req.agents:  # the operator's drop-ins: the model's room checks them (first Prefect import)
+        from tasks.engine.model_room import model_room  # here: the request is good by now
 
-    check_agents(req.agents)
+        model_room("check_agents")(req.agents)
     # the run handed to the flow as opened here: it neither validates, locks nor freezes again
     here = req.model_copy(update={"run_dir": str(run_dir)})
     frozen = None

@@ -34,11 +34,11 @@ from flows.prefect_workarounds import outlive_worker, subflows_without_heartbeat
 from scripts.check import check
 from scripts.errors import BadInput
 from scripts.verdict import Verdict
-from tasks.agents.settings import take_key
 from tasks.check.gpu_pool import DevicePool
 from tasks.models.request import BakeoffRequest
 from tasks.models.run import PoolConfig
 from tasks.report.render import render
+from tasks.run.key import take_key
 from tasks.run.store import write_json
 from tasks.store import history
 from tasks.store.trend import compare, trend

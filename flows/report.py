@@ -23,14 +23,15 @@ from flows.opening import Opened
 from scripts import manifest
 from scripts.isolation import warning
 from scripts.spec import OpSpec
-from tasks.agents.settings import take_key
 from tasks.check.standing import baseline_stats
+from tasks.engine.model_room import by_model, model_room
 from tasks.models.run import DiscoverOutcome, LaneResult, Report, Standing
 from tasks.report import html as report_html
 from tasks.report.baseline_agreement import disagreement
 from tasks.report.ranking import measurement, rank
 from tasks.report.render import render
 from tasks.run.input_identity import Frozen
+from tasks.run.key import take_key
 from tasks.run.store import write_json
 from tasks.store import history
 
@@ -142,10 +143,12 @@ def report(
         measurement=measurement(Path(task_dir))
         | {"baseline_disagrees": disagreement(rows, Path(task_dir))},
     )
-    from tasks.agents.roles.reporter import report_prose  # the reporter, where a model answers it
-
     try:
-        prose, dropped = report_prose(result, agents, logger.info)
+        if by_model("reporter", agents):  # the reporter's prose, where a model answers it
+            prose, dropped = model_room("report_prose")(result, agents, logger.info)
+        else:
+            logger.info("reporter: no model configured; the report has no prose")
+            prose, dropped = "", []
     except Exception as exc:  # the report stands without its prose; say so
         logger.warning(f"no prose: the reporter failed: {type(exc).__name__}: {exc}")
         prose, dropped = "", []

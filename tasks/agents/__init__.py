@@ -26,7 +26,6 @@ The room:
     messages     the Messages API driver (tool use, structured answers, retries)
     claude_code  the Claude Code CLI driver, behind a local proxy that holds the key
     settings     model, budgets and retries in one place
-    key          the one holder of the API key (`take_key`)
     loop         the lane loop of the author and optimizer roles
     explore      a round's N conversations at once, each with its share of the checks
     memory       what each round starts from: the best, lessons, next ideas, dead ends
@@ -43,7 +42,7 @@ The room:
     knowledge    curated cards for a lane, learned cards and the archive of winning variants
 
 Importing this package changes nothing: each entry point (the `bakeoff` command's main, the
-first line of every flow) moves ANTHROPIC_API_KEY out of the environment (`key.take_key`),
+first line of every flow) moves ANTHROPIC_API_KEY out of the environment (`tasks.run.key.take_key`),
 so that nothing its process starts afterwards inherits it.
 """
 

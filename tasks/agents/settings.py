@@ -2,7 +2,7 @@
 
 `AgentSettings.from_env()` reads `BAKEOFF_AGENT_*` variables over the defaults below. The key
 (`ANTHROPIC_API_KEY`) is moved out of `os.environ` the first time it is seen (`take_key`, held in
-tasks/agents/key.py and named here too), so no subprocess started afterwards (a Prefect server,
+tasks/run/key.py and named here too), so no subprocess started afterwards (a Prefect server,
 a judge, a tool command, a candidate, the Claude Code CLI) can inherit it: it lives only in the
 process that calls the API.
 """
@@ -14,9 +14,13 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from tasks.agents.key import KEY_VARIABLE, forget_key, take_key  # noqa: F401 (the key's one holder)
-
-NO_MODEL = f"no model configured; set {KEY_VARIABLE}"  # a skipped lane's reason
+from tasks.run.key import (  # noqa: F401 (the key's one holder, named here too)
+    KEY_VARIABLE,
+    NO_MODEL,
+    forget_key,
+    model_configured,
+    take_key,
+)
 
 # US dollars per million tokens (input, output), from the public model pages read 2026-12-01
 # (platform.claude.com, "Models & pricing"). A model not listed is recorded as unpriced.
@@ -81,10 +85,6 @@ class AgentSettings(BaseModel):
         if price is None:
             return None
         return (input_tokens * price[0] + output_tokens * price[1]) / 1e6
-
-
-def model_configured() -> bool:
-    return take_key() is not None
 
 
 def agent_identity() -> str | None:

@@ -1,7 +1,10 @@
-"""Deterministic responders: every role answered without a model.
+"""Deterministic responders: every role answered without a model, as the registry's roles
+declare them. A run without a model never comes here (the lane engine answers itself:
+tasks/engine/proposers.py); these answer where a role is asked through `ask` all the same, as
+an operator's drop-in names them (`tasks.agents.without_model:search`).
 
-planner    Discover's plan, from measurements (tasks.discover.plan.discover)
-optimizer  the lane's search in optimize mode (tasks.engine.search_lane.run_search)
+planner    Discover's plan, from measurements (tasks.engine.proposers.measure_existing)
+optimizer  the lane's search in optimize mode (tasks.engine.proposers.search)
 author     the same search in author mode
 reviewer   accepts or flags the best candidate by tasks.check.standing's rules
 op_benchmarker  the author languages of Discover's plan, as they are
@@ -15,43 +18,41 @@ from pathlib import Path
 from tasks.agents.outputs import AuthorPlan, ReportProse
 from tasks.agents.request import RoleRequest
 from tasks.check.standing import review_candidates
-from tasks.discover.plan import discover
-from tasks.engine.search_lane import run_search
+from tasks.engine.proposers import Work, measure_existing
+from tasks.engine.proposers import search as engine_search
 from tasks.models.plan import DiscoverPlan
 from tasks.models.run import Review, SearchOutcome
 
 
-def plan_from_measurements(request: RoleRequest) -> DiscoverPlan:
-
+def _work(request: RoleRequest, inputs: dict) -> Work:
     i = request.inputs
-    evaluator = i.evaluator
-    return discover(
-        Path(i.task_dir),
-        Path(i.workdir),
-        evaluator.bind(request.deadline),
-        i.backends,
-        precompile_fn=evaluator.bind_precompile(request.deadline),
+    return Work(
+        role=request.role,
+        task_dir=Path(i.task_dir),
+        workdir=Path(i.workdir),
+        evaluator=i.evaluator,
+        inputs=inputs,
+        record_dir=request.record_dir,
+        timeout_s=request.deadline.remaining(),
     )
+
+
+def plan_from_measurements(request: RoleRequest) -> DiscoverPlan:
+    work = _work(request, {"backends": request.inputs.backends})
+    return measure_existing(work, request.deadline)
 
 
 def search(request: RoleRequest) -> SearchOutcome:
-
     i = request.inputs
-    evaluator = i.evaluator
-    precompile = getattr(evaluator, "bind_precompile", None)
-    results = run_search(
-        Path(i.task_dir),
-        i.language,
-        i.mode,
-        Path(i.workdir),
-        evaluator.bind(request.deadline),
-        budget_evals=i.budget,
-        budget_s=i.budget_s,
-        strategy=i.strategy,
-        history_dir=i.history_dir,
-        precompile_fn=precompile(request.deadline) if precompile else None,
-    )
-    return SearchOutcome(candidates=results)
+    inputs = {
+        "language": i.language,
+        "mode": i.mode,
+        "budget": i.budget,
+        "budget_s": i.budget_s,
+        "strategy": i.strategy,
+        "history_dir": i.history_dir,
+    }
+    return engine_search(_work(request, inputs), request.deadline)
 
 
 def review(request: RoleRequest) -> Review:

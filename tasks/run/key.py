@@ -2,7 +2,9 @@
 on first sight and keeps it here, so that no process started afterwards inherits it.
 
 A module of its own, with nothing imported, so that the `bakeoff` command takes the key first
-thing without loading the settings' models (pydantic, a tenth of a second of its start-up).
+thing without loading the settings' models (pydantic, a tenth of a second of its start-up). It
+sits in the run room, not the model's (tasks/agents): every entry point takes the key, and a
+run without a model never loads the model's room.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import os
 
 KEY_VARIABLE = "ANTHROPIC_API_KEY"
+NO_MODEL = f"no model configured; set {KEY_VARIABLE}"  # a skipped lane's reason
 
 _held_key: str | None = None
 
@@ -27,3 +30,8 @@ def forget_key() -> None:
     """Drop the held key (tests, and a process that wants the model off)."""
     global _held_key
     _held_key = None
+
+
+def model_configured() -> bool:
+    """Whether a model answers here: the key was seen (in this process or moved out before)."""
+    return take_key() is not None
