@@ -3,7 +3,7 @@
 planner    Discover's plan, from measurements (tasks.discover.plan.discover)
 optimizer  the lane's search in optimize mode (tasks.engine.search_lane.run_search)
 author     the same search in author mode
-reviewer   accepts or flags the best candidate by tasks.check.standing's rules
+reviewer   accepts or flags the best candidate by the one judgement (tasks.check.judgement)
 op_benchmarker  the author languages of Discover's plan, as they are
 reporter   no prose (the report's tables and verdicts say it all)
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tasks.agents.outputs import AuthorPlan, ReportProse
 from tasks.agents.request import RoleRequest
-from tasks.check.standing import review_candidates
+from tasks.check import judgement
 from tasks.discover.plan import discover
 from tasks.engine.search_lane import run_search
 from tasks.models.plan import DiscoverPlan
@@ -55,7 +55,7 @@ def search(request: RoleRequest) -> SearchOutcome:
 
 
 def review(request: RoleRequest) -> Review:
-    return review_candidates(request.inputs.candidates)
+    return judgement.review_candidates(request.inputs.candidates)
 
 
 def author_plan(request: RoleRequest) -> AuthorPlan:
