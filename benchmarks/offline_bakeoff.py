@@ -24,10 +24,11 @@ import torch  # noqa: E402
 from scripts.formats import module_for  # noqa: E402
 from scripts.freeze import freeze, load_task  # noqa: E402
 from tasks import backends  # noqa: E402
+from tasks.check import judgement  # noqa: E402
 from tasks.discover.plan import discover  # noqa: E402
 from tasks.engine.search_lane import run_search  # noqa: E402
 from tasks.models.plan import CandidateRef, CandidateResult  # noqa: E402
-from tasks.search.score import score, workload_ms  # noqa: E402
+from tasks.search.score import geomean_ms, workload_ms  # noqa: E402
 
 PEERS = {
     "eager": ("torch-eager", "baseline"),
@@ -104,7 +105,7 @@ def make_check_fn(task_dir: Path, workdir: Path, timeout_s: float):
             timeout_s=timeout_s,
             workdir=workdir / "check" / ref.name,
         )
-        s = score(verdict)
+        s = geomean_ms(verdict)
         shown = f"{s:.4f} ms" if s is not None else verdict.status.value
         print(f"    {ref.name:<44} {shown:>14}  ({time.monotonic() - t0:.0f} s)", flush=True)
         return CandidateResult(candidate=ref, verdict=verdict)
@@ -138,9 +139,9 @@ def bake(problem: Path, out: Path, args) -> dict:
 
 
 def summarise(name: str, task: Path, results: list[CandidateResult], bandwidth: float) -> dict:
-    passed = [r for r in results if score(r.verdict) is not None]
+    passed = [r for r in results if geomean_ms(r.verdict) is not None]
     by_name = {r.candidate.name: r for r in passed}
-    winner = min(passed, key=lambda r: score(r.verdict))
+    winner = judgement.by_speed(passed)[0]  # the report's measure: speedup on the frozen baseline
     traffic = traffic_bytes(task)
     rows = []
     for wl, nbytes in traffic.items():

@@ -23,9 +23,8 @@ from scripts.check import check
 from scripts.freeze import freeze
 from tasks.backends import torch_compile
 from tasks.backends.base import BuildContext
-from tasks.check.standing import review_candidates
+from tasks.check.judgement import margin, review_candidates
 from tasks.models.plan import CandidateResult
-from tasks.report.ranking import margin
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -8,7 +8,7 @@ a model          tasks/models/ (what flows hand each other and what lands as JSO
 
 models/    the request, Discover's plan, lanes and the ranked report, progress
 check/     the harness called on a leased device: checks, freezes, the device pool, deadlines,
-           the review rules (standing.py), roofline floors
+           the review rules (standing.py), the one judgement (judgement.py), roofline floors
 discover/  Discover's measurements, lane plan, resume and table
 search/    spaces, strategies, the tuning loop
 engine/    the lane engine: the search lane's loop over a backend's space (more to come)

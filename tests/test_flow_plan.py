@@ -231,7 +231,7 @@ def test_a_steadier_candidate_of_the_lane_wins_when_the_accepted_one_is_within_t
 
 
 def test_reviewer_passes_over_a_noisy_fastest_candidate_to_a_clean_one(task_dir):
-    from tasks.check.standing import review_candidates
+    from tasks.check.judgement import review_candidates
 
     noisy, clean, slow = result("noisy", 3.0, spread=1.0), result("clean", 2.0), result("slow", 1.5)
     review = review_candidates([slow, noisy, clean])
@@ -245,7 +245,7 @@ def test_reviewer_passes_over_a_noisy_fastest_candidate_to_a_clean_one(task_dir)
 
 
 def test_reviewer_flags_when_every_passed_candidate_is_noisy():
-    from tasks.check.standing import review_candidates
+    from tasks.check.judgement import review_candidates
 
     review = review_candidates([result("n1", 3.0, spread=1.0), result("n2", 2.0, spread=1.0)])
     assert review.decision == "flagged" and review.candidate == "n1"

@@ -22,9 +22,9 @@ from scripts.freeze import freeze
 from scripts.verdict import Status
 from tasks.backends import torch_compile
 from tasks.backends.base import BuildContext
-from tasks.check.standing import baseline_stats, review_candidates
+from tasks.check.judgement import margin, review_candidates
+from tasks.check.standing import baseline_stats
 from tasks.models.plan import CandidateResult
-from tasks.report.ranking import margin
 
 from .conftest import EXAMPLES, ROOT
 

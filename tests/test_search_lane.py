@@ -4,8 +4,8 @@ import json
 
 import pytest
 
+from tasks.check.judgement import speed
 from tasks.engine.search_lane import run_search
-from tasks.search.score import score
 from tests.conftest import EXAMPLES
 from tests.inprocess_check import make_check
 
@@ -24,7 +24,7 @@ def test_triton_lane_tunes_the_incumbent_and_prunes_wrong_configs(frozen_softmax
     )
     assert len(results) == len(check.calls) == 11  # the whole BLOCK axis: exhaustive
     assert check.calls[0].params == {"BLOCK": None}  # the incumbent's own setting first
-    passed = [r for r in results if score(r.verdict) is not None]
+    passed = [r for r in results if speed(r.verdict) is not None]
     assert {r.candidate.params["BLOCK"] for r in passed} == {None, 1024, 2048, 4096, 8192}
     assert results[: len(passed)] == passed  # best first, failures last
     assert {r.verdict.status.value for r in results[len(passed) :]} == {"INCORRECT_NUMERICAL"}

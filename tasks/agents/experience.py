@@ -20,9 +20,9 @@ from tasks.agents.review import MAX_SOURCE_CHARS
 from tasks.agents.settings import AgentSettings, model_configured
 from tasks.agents.transcript import Ledger
 from tasks.agents.workspace import Workspace
+from tasks.check import judgement
 from tasks.check.standing import baseline_stats
 from tasks.models.plan import CandidateResult
-from tasks.report.ranking import margin
 from tasks.run.store import read_json
 
 
@@ -35,7 +35,7 @@ def measured_win(lane, task_dir: Path) -> CandidateResult | None:
     chosen = next((c for c in lane.candidates if c.candidate.name == review_.candidate), None)
     if chosen is None or chosen.verdict.speedup is None:
         return None
-    m = margin(chosen, baseline_stats(task_dir)[1])
+    m = judgement.margin(chosen, baseline_stats(task_dir)[1])
     return chosen if m is not None and chosen.verdict.speedup > 1 + m else None
 
 

@@ -4,7 +4,7 @@ The reviewer is a separate conversation: it sees the record's verdict on the can
 check function returned, never a claim of the writer's), the candidate's diff against the input
 kernel and its profile digest (taken here, from the checked snapshot: `review_digest`), never
 the author's reasoning, answer or transcript. The deterministic review
-(`tasks.check.standing.review_candidates`: passed every workload, sound timings) comes first and is a
+(`tasks.check.judgement.review_candidates`: passed every workload, sound timings) comes first and is a
 floor: the model may flag what it accepted, never accept what it flagged, and it reviews only
 the candidate the floor chose.
 """
@@ -23,7 +23,7 @@ from tasks.agents.settings import AgentSettings
 from tasks.agents.tools import verdict_text
 from tasks.agents.transcript import Ledger
 from tasks.agents.workspace import candidate_diff
-from tasks.check.standing import review_candidates
+from tasks.check import judgement
 from tasks.models.plan import CandidateResult
 from tasks.models.run import Review
 
@@ -87,7 +87,7 @@ def review_digest(request, chosen: CandidateResult) -> str:
 def review(request) -> Review:
     """Responder of the reviewer role when a model is configured."""
     candidates: list[CandidateResult] = request.inputs.candidates
-    floor = review_candidates(candidates)
+    floor = judgement.review_candidates(candidates)
     if floor.decision != "accepted":
         return floor
     chosen = next(c for c in candidates if c.candidate.name == floor.candidate)

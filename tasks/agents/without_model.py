@@ -6,7 +6,7 @@ an operator's drop-in names them (`tasks.agents.without_model:search`).
 planner    Discover's plan, from measurements (tasks.engine.proposers.measure_existing)
 optimizer  the lane's search in optimize mode (tasks.engine.proposers.search)
 author     the same search in author mode
-reviewer   accepts or flags the best candidate by tasks.check.standing's rules
+reviewer   accepts or flags the best candidate by the one judgement (tasks.check.judgement)
 op_benchmarker  the author languages of Discover's plan, as they are
 reporter   no prose (the report's tables and verdicts say it all)
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from tasks.agents.outputs import AuthorPlan, ReportProse
 from tasks.agents.request import RoleRequest
-from tasks.check.standing import review_candidates
+from tasks.check import judgement
 from tasks.engine.proposers import Work, measure_existing
 from tasks.engine.proposers import search as engine_search
 from tasks.models.plan import DiscoverPlan
@@ -56,7 +56,7 @@ def search(request: RoleRequest) -> SearchOutcome:
 
 
 def review(request: RoleRequest) -> Review:
-    return review_candidates(request.inputs.candidates)
+    return judgement.review_candidates(request.inputs.candidates)
 
 
 def author_plan(request: RoleRequest) -> AuthorPlan:

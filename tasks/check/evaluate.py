@@ -44,8 +44,8 @@ from scripts.check import check, precompile
 from scripts.errors import BadInput
 from scripts.freeze import CACHES, baseline_cache_key
 from scripts.verdict import Status
+from tasks.check import judgement
 from tasks.check.deadline import Deadline, DeadlineExceeded
-from tasks.check.language_rule import ruled
 from tasks.models.plan import CandidateRef, CandidateResult
 from tasks.run.store import LaneStore, code_version, write_json
 
@@ -234,7 +234,7 @@ class Evaluator:
             )
             if result.verdict.status is not Status.HARNESS_ERROR:
                 write_json(kept, result)
-        result = ruled(result)  # the lane's language rule, on the record's verdict
+        result = judgement.ruled(result)  # the lane's language rule, on the record's verdict
         count = self.store.save_candidate(result)
         v = result.verdict
         if v.passed and v.speedup is not None and ref.mode != "baseline":

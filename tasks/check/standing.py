@@ -1,8 +1,8 @@
-"""Whether a checked candidate's figure stands: the rules every reader of a verdict applies
-after the judge (the reviewer without a model, a model reviewer's floor, the report's ranking
-and promotion). The judge decides pass or fail; these decide whether a passing figure is one to
-act on: enough samples, taken on a quiet device, a frozen baseline that did not drift, a win
-the host can keep up with."""
+"""Whether a checked candidate's figure stands: the review rules, applied after the judge by
+tasks/check/judgement.py (the one place a verdict becomes a standing, which the reviewers and
+the report's ranking call). The judge decides pass or fail; these decide whether a passing
+figure is one to act on: enough samples, taken on a quiet device, a frozen baseline that did
+not drift, a win the host can keep up with."""
 
 from __future__ import annotations
 
@@ -13,9 +13,8 @@ from pathlib import Path
 from scripts.baseline import FrozenBaseline
 from scripts.spec import OpSpec
 from scripts.timing import MIN_SAMPLES
-from scripts.verdict import Status, WorkloadVerdict
+from scripts.verdict import WorkloadVerdict
 from tasks.models.plan import CandidateResult
-from tasks.models.run import Review
 
 # A timing whose interquartile range is over this share of its median was taken on a busy or
 # unstable device: its speedup is not a number to act on. BAKEOFF_REVIEW_MAX_SPREAD overrides it
@@ -64,18 +63,6 @@ def host_paced(w: WorkloadVerdict) -> str | None:
     )
 
 
-def passed_by_speed(candidates: list[CandidateResult]) -> list[CandidateResult]:
-    """Candidates that passed every workload, fastest first; the input re-measured never counts."""
-    passed = [
-        c
-        for c in candidates
-        if c.verdict.status is Status.PASSED
-        and c.verdict.speedup is not None
-        and c.candidate.mode != "baseline"
-    ]
-    return sorted(passed, key=lambda c: c.verdict.speedup, reverse=True)
-
-
 def timing_doubts(result: CandidateResult) -> list[str]:
     """Why this candidate's timings are not numbers to act on (empty when they are).
 
@@ -102,33 +89,6 @@ def timing_doubts(result: CandidateResult) -> list[str]:
                 f"workload {w.workload}: only {t.sample_count} timed samples (< {MIN_SAMPLES})"
             )
     return reasons
-
-
-def review_candidates(candidates: list[CandidateResult]) -> Review:
-    """Accept the fastest passed candidate whose timings hold up; name the faster ones that did not."""
-    ranked = passed_by_speed(candidates)
-    if not ranked:
-        return Review(
-            candidate=None,
-            decision="nothing-to-review",
-            reasons=["no candidate passed every workload"],
-        )
-    flagged: dict[str, list[str]] = {}
-    for result in ranked:
-        doubts = timing_doubts(result)
-        if doubts:
-            flagged[result.candidate.name] = doubts
-            continue
-        return Review(
-            candidate=result.candidate.name,
-            decision="accepted",
-            reasons=[
-                f"passed every workload, {result.verdict.speedup:.3g}x, timing spread within bounds"
-            ],
-            flagged=flagged,
-        )
-    best = ranked[0].candidate.name
-    return Review(candidate=best, decision="flagged", reasons=flagged[best], flagged=flagged)
 
 
 def baseline_stats(task_dir: Path) -> tuple[dict[str, float], dict[str, float]]:

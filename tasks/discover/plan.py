@@ -12,6 +12,7 @@ from tasks.backends.aiter_gemm import AiterGemm
 from tasks.backends.base import BuildContext
 from tasks.backends.trace import trace_isolated
 from tasks.backends.wrappers import baseline_candidate
+from tasks.check import judgement
 from tasks.models.plan import (
     BackendStatus,
     CandidateRef,
@@ -19,7 +20,7 @@ from tasks.models.plan import (
     DiscoverPlan,
     PlanEntry,
 )
-from tasks.search.score import beats, score, workload_ms
+from tasks.search.score import beats, workload_ms
 
 CheckFn = Callable[[CandidateRef], CandidateResult]
 PrecompileFn = Callable[[list[CandidateRef]], None]
@@ -127,8 +128,9 @@ def discover(
 
     base_ms = _frozen_baseline_ms(ctx, baseline)
     summary, matches, notes = traced(ctx)
-    passed = [r for r in measured if score(r.verdict) is not None]
-    best = min(passed, key=lambda r: score(r.verdict), default=None)
+    # fastest first by the report's measure, the speedup against the frozen baseline
+    passed = [r for r in judgement.by_speed(measured) if judgement.speed(r.verdict) is not None]
+    best = passed[0] if passed else None
     env = [
         r
         for r in passed
@@ -138,7 +140,7 @@ def discover(
         baseline_ms=base_ms,
         best_known_ms=workload_ms(best.verdict) if best else {},
         best_backend=(best.candidate.origin or best.candidate.name) if best else None,
-        env_candidate=min(env, key=lambda r: score(r.verdict)) if env else None,
+        env_candidate=env[0] if env else None,  # the fastest: `passed` is in that order
         measured=measured,
         backends=statuses,
         plan=plan_lanes(ctx, statuses),

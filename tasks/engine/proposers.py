@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tasks.check import judgement
 from tasks.check.deadline import Deadline
 from tasks.check.evaluate import Evaluator
-from tasks.check.standing import review_candidates
 from tasks.discover.plan import discover
 from tasks.engine.model_room import by_model, model_room
 from tasks.engine.search_lane import run_search
@@ -112,8 +112,8 @@ class Judging:
 
 
 def judge(candidates: list[CandidateResult], how: Judging) -> Review:
-    """The reviewer's decision: the standing rules alone without a model (tasks.check.standing),
-    else the model's reviewer, whose floor is the same rules."""
+    """The reviewer's decision: the one judgement alone without a model (tasks.check.judgement),
+    else the model's reviewer, whose floor is the same judgement."""
     if by_model("reviewer", how.agents):
         return model_room("review")(candidates, how)
-    return review_candidates(candidates)
+    return judgement.review_candidates(candidates)

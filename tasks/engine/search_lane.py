@@ -7,10 +7,11 @@ from pathlib import Path
 
 from tasks import backends
 from tasks.backends.base import BuildContext
+from tasks.check import judgement
 from tasks.models.plan import CandidateRef, CandidateResult
 from tasks.search.history import History
 from tasks.search.runner import tune
-from tasks.search.score import score
+from tasks.search.score import geomean_ms
 
 CheckFn = Callable[[CandidateRef], CandidateResult]
 PrecompileFn = Callable[[list[CandidateRef]], None]
@@ -72,7 +73,7 @@ def run_search(
         result = check_fn(ref)
         results.append(result)
         v = result.verdict
-        return score(v), (v.reason or v.status.value), result
+        return judgement.cost(v), (v.reason or v.status.value), result
 
     outcome = tune(
         tunable.space,
@@ -89,6 +90,11 @@ def run_search(
             ctx.oracle_sha256,
             ctx.arch.arch,
             language,
-            [(t.config, t.score) for t in outcome.trials if t.status != "pruned"],
+            # ms, not the optimizer's cost: comparable across freezes of one oracle
+            [
+                (t.config, geomean_ms(t.payload.verdict) if t.payload else None)
+                for t in outcome.trials
+                if t.status != "pruned"
+            ],
         )
-    return sorted(results, key=lambda r: (score(r.verdict) is None, score(r.verdict) or 0.0))
+    return judgement.by_speed(results)

@@ -1,5 +1,9 @@
 """What earlier searches learned, per op (oracle hash), device (arch) and language: a small JSON
-store, one file per triple, holding each config's best score. Warm starts read the best ones."""
+store, one file per triple, holding each config's best score. Warm starts read the best ones.
+
+A score here is the geometric mean of median ms (`tasks.search.score.geomean_ms`), lower is
+better, never a speedup: the oracle hash leaves out the baseline's timings, so speedups from two
+freezes of one oracle divide by different figures while ms compare."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""Scores from verdicts: one number per candidate (lower is better), and whether a candidate
-beats the frozen baseline by more than its measured spread."""
+"""Figures from verdicts: median ms per workload and their geometric mean (what the search's
+history keeps), and whether a candidate beats the frozen baseline by more than its measured
+spread. Which candidate is faster is decided by the one measure of fast, the speedup against
+the frozen baseline (tasks/check/judgement.py: `speed`)."""
 
 from __future__ import annotations
 
@@ -12,8 +14,12 @@ def workload_ms(verdict: Verdict) -> dict[str, float]:
     return {w.workload: w.timing.median_ms for w in verdict.workloads if w.timing is not None}
 
 
-def score(verdict: Verdict) -> float | None:
-    """Geometric mean of the median times over workloads; None unless the verdict passed."""
+def geomean_ms(verdict: Verdict) -> float | None:
+    """Geometric mean of the median times over workloads; None unless the verdict passed.
+
+    The search's history keeps this, not the speedup: it is keyed by the oracle, whose id
+    leaves out the baseline's timings, so speedups from two freezes of one oracle divide by
+    different figures while ms compare."""
     if not verdict.passed:
         return None
     return geomean(list(workload_ms(verdict).values()))
