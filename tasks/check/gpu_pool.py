@@ -28,7 +28,6 @@ import fcntl
 import json
 import os
 import re
-import socket
 import sys
 import threading
 import time
@@ -40,6 +39,7 @@ from pathlib import Path
 
 from scripts.errors import BadInput
 from tasks.models.run import Lease, PoolConfig
+from tasks.run.settings import current
 
 MAX_DEFAULT_CPU_SLOTS = 8
 JOURNAL = "leases.jsonl"
@@ -112,9 +112,8 @@ def cpu_slot_count(requested: int | None = None) -> int:
         if requested < 1:
             raise BadInput("cpu_slots", f"must be at least 1, got {requested}")
         return requested
-    from_env = os.environ.get("BAKEOFF_CPU_SLOTS")
-    if from_env:
-        return cpu_slot_count(int(from_env))
+    if (given := current().cpu_slots) is not None:  # validated there: at least 1
+        return given
     return max(1, min(MAX_DEFAULT_CPU_SLOTS, os.cpu_count() or 1))
 
 
@@ -148,11 +147,11 @@ def resolve(config: PoolConfig) -> Devices:
 
 
 def default_lock_dir() -> Path:
-    return Path(os.environ.get("BAKEOFF_LOCK_DIR") or f"/tmp/kernel-bakeoff-locks-{os.getuid()}")
+    return current().lock_dir
 
 
 def host_name() -> str:
-    return os.environ.get("BAKEOFF_HOST") or socket.gethostname()
+    return current().host
 
 
 def _now() -> datetime:
