@@ -39,7 +39,7 @@ from pathlib import Path
 
 from scripts.errors import BadInput
 from tasks.models.run import Lease, PoolConfig
-from tasks.run.settings import current
+from tasks.run.settings import current, enter
 
 MAX_DEFAULT_CPU_SLOTS = 8
 JOURNAL = "leases.jsonl"
@@ -305,6 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     hold.add_argument("--seconds", type=float, help="release after this long")
     args = parser.parse_args(argv)
     try:
+        enter()  # this command is an entry point too: its settings, read once
         ids = [args.device] if getattr(args, "device", None) else None
         pool = DevicePool.from_config(
             PoolConfig(gpu_ids=ids, cpu_slots=args.cpu_slots, lock_dir=args.lock_dir)
