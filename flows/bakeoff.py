@@ -48,6 +48,7 @@ from tasks.models.run import LaneConfig, LaneResult, Report
 from tasks.run.input_identity import Frozen, record_in
 from tasks.run.key import model_configured, take_key
 from tasks.run.lock import run_lock
+from tasks.run.settings import enter
 from tasks.run.store import RunStore, lane_cache_key, now
 
 MAX_LANES_AT_ONCE = 64  # lanes beyond the devices wait for a lease anyway
@@ -222,6 +223,7 @@ def bakeoff(request: BakeoffRequest, opened: Opened | None = None) -> Report:
     `opened`: the run `bakeoff run` opened in this process (validated, locked, frozen), whose
     request is `request`; without it the flow opens the run itself (flows/opening.py)."""
     take_key()  # an entry point: nothing this process starts from here inherits the key
+    enter()  # the BAKEOFF_* settings, read once for this flow's deep code (tasks/run/settings.py)
     outlive_worker()  # a deployment's run: its worker may die before it
     if opened is not None:
         opened = check_opened(opened)

@@ -34,6 +34,7 @@ from tasks.models.request import BakeoffRequest
 from tasks.models.run import Report
 from tasks.run.key import take_key
 from tasks.run.lock import run_lock
+from tasks.run.settings import enter
 from tasks.run.store import RunStore, default_run_dir
 from tasks.store.history import history_url
 
@@ -51,6 +52,7 @@ def campaign(request: BakeoffRequest, opened: Opened | None = None) -> Report:
     variant (else the last round's). `opened`: the run `bakeoff run` opened in this process
     (flows/opening.py); without it the campaign opens its run itself."""
     take_key()  # an entry point: nothing this process starts from here inherits the key
+    enter()  # the BAKEOFF_* settings, read once for this flow's deep code (tasks/run/settings.py)
     if opened is not None:
         return _campaign(check_opened(opened))
     req = validate(request)

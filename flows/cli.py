@@ -385,6 +385,11 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     _prepare_device_env()
     try:
+        # here, not at the top: `import flows.cli` stays without pydantic (docs/layering.md),
+        # which every command loads anyway
+        from tasks.run.settings import enter
+
+        enter()  # the BAKEOFF_* settings, read once: a bad value is one line, before any work
         return COMMANDS[args.command](args)
     except KeyboardInterrupt:
         if args.debug:

@@ -16,6 +16,7 @@ from tasks.engine.discover import run_discover
 from tasks.models.run import DiscoverOutcome
 from tasks.run.input_identity import Frozen
 from tasks.run.key import take_key
+from tasks.run.settings import enter
 
 
 def _run_name() -> str:
@@ -27,6 +28,7 @@ def _run_name() -> str:
 def discover(run: Opened, frozen: Frozen, timeout_s: float = 3600.0) -> DiscoverOutcome:
     """Measure what exists for `frozen`'s op, for the opened `run`, and plan its lanes."""
     take_key()  # an entry point: nothing this process starts from here inherits the key
+    enter()  # the BAKEOFF_* settings, read once for this flow's deep code (tasks/run/settings.py)
     logger = get_run_logger()
     outcome = run_discover(run.request, run.run_dir, frozen, timeout_s, logger.info, logger.warning)
     if not outcome.reused:

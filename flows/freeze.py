@@ -24,6 +24,7 @@ from tasks.engine.model_room import model_room
 from tasks.models.run import PoolConfig
 from tasks.run.input_identity import Frozen, SpecSource, needs_spec
 from tasks.run.key import take_key
+from tasks.run.settings import enter
 
 
 @task(name="write-op-spec", cache_policy=NONE)
@@ -53,6 +54,7 @@ def freeze(
     a directory without a spec gets one first, staged under `specs_root` (default: beside
     `out`)."""
     take_key()  # an entry point: nothing this process starts from here inherits the key
+    enter()  # the BAKEOFF_* settings, read once for this flow's deep code (tasks/run/settings.py)
     logger = get_run_logger()
     source = None
     if needs_spec(Path(kernel_path)):  # before a device is leased: the model takes its time

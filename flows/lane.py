@@ -24,6 +24,7 @@ from flows.prefect_workarounds import LaneStarts, outlive_worker
 from tasks.engine.lane import lane_store, run_lane
 from tasks.models.run import LaneConfig, LaneResult
 from tasks.run.key import take_key
+from tasks.run.settings import enter
 
 
 class LaneFailed(Exception):
@@ -43,6 +44,7 @@ def _run_name() -> str:
 def lane(config: LaneConfig) -> LaneResult:
     """Run one lane of a bake-off and write `lanes/<key>/lane_result.json`."""
     take_key()  # an entry point: nothing this process starts from here inherits the key
+    enter()  # the BAKEOFF_* settings, read once for this flow's deep code (tasks/run/settings.py)
     outlive_worker()  # a lane deployment's run: its worker may die before it
     LaneStarts.started()
     logger = get_run_logger()

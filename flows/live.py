@@ -38,6 +38,7 @@ from tasks.models.run import Report
 from tasks.run.input_identity import Frozen, SpecSource, needs_spec, no_spec_here
 from tasks.run.key import model_configured
 from tasks.run.lock import run_lock
+from tasks.run.settings import enter
 from tasks.run.store import LaneStore, RunStore, write_json
 
 POLL_S = 0.25
@@ -213,6 +214,7 @@ def run(
 ) -> int:
     """A noisy frozen baseline is re-timed before any candidate races against it
     (tasks/check/quiet_baseline.py)."""
+    enter()  # the BAKEOFF_* settings, read once: a bad value is one line, before any work
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("DO_NOT_TRACK", "1")  # else Prefect prints its usage notice mid-display
     if not debug:  # the display and the UI carry what Prefect would print on the console

@@ -93,10 +93,8 @@ def validate(req: BakeoffRequest) -> BakeoffRequest:
     if not Path(req.kernel_path).exists():
         raise BadInput(req.kernel_path, "no such file or directory")
     if req.dispatch == "local":
-        from tasks.check.evaluate import precompile_jobs  # here: its imports take 2-4 s
-
+        # (a bad BAKEOFF_* setting of ours was said by the entry point: tasks/run/settings.py)
         resolve(req.pool)  # raises for ids that do not exist here
-        precompile_jobs()  # raises for a BAKEOFF_PRECOMPILE_JOBS that is not a number
         default_samples()  # and for a BAKEOFF_SAMPLES under the reviewer's least
         cpu_llc_bytes()  # and for a BAKEOFF_CPU_LLC_MIB that is not a size
     # Absolute: the run records it, and `bakeoff apply` finds the input's repository by it,

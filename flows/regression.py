@@ -39,6 +39,7 @@ from tasks.models.request import BakeoffRequest
 from tasks.models.run import PoolConfig
 from tasks.report.render import render
 from tasks.run.key import take_key
+from tasks.run.settings import enter
 from tasks.run.store import write_json
 from tasks.store import history
 from tasks.store.trend import compare, trend
@@ -160,6 +161,7 @@ def regression(
     samples: int | None = None,
 ):
     take_key()  # an entry point: nothing this process starts from here inherits the key
+    enter()  # the BAKEOFF_* settings, read once for this flow's deep code (tasks/run/settings.py)
     outlive_worker()  # its worker may die before it
     logger = get_run_logger()
     suite_path = Path(suite) if Path(suite).is_absolute() else ROOT / suite

@@ -32,6 +32,7 @@ from tasks.report.ranking import measurement, rank
 from tasks.report.render import render
 from tasks.run.input_identity import Frozen
 from tasks.run.key import take_key
+from tasks.run.settings import enter
 from tasks.run.store import write_json
 from tasks.store import history
 
@@ -118,6 +119,7 @@ def report(
 ) -> Report:
     """The opened `run`'s report over its lanes (and Discover's outcome), ranked on `frozen`."""
     take_key()  # an entry point: nothing this process starts from here inherits the key
+    enter()  # the BAKEOFF_* settings, read once for this flow's deep code (tasks/run/settings.py)
     req, run_dir, task_dir = run.request, run.run_dir, frozen.task_dir
     # absolute (flows/opening.py validate): `bakeoff apply` finds its repository by it
     kernel_path, kernel, mode = req.kernel_path, frozen.op, req.mode

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 from pathlib import Path
 from typing import Protocol
 
@@ -30,9 +29,9 @@ from pydantic import BaseModel, Field
 
 from tasks.models.run import Report, Standing
 from tasks.report.html import results_by_row
+from tasks.run.settings import current
 from tasks.run.store import write_json
 
-ARCHIVE_ENV = "BAKEOFF_REFERENCE_ARCHIVE"
 ELIGIBLE = {Standing.WINNER, Standing.ELIGIBLE, Standing.WITHIN_SPREAD, Standing.PASSED}
 
 
@@ -81,8 +80,8 @@ class LedgerArchive:
 
 
 def archive_for(campaign_dir: Path) -> ReferenceArchive:
-    spec = os.environ.get(ARCHIVE_ENV)
-    if not spec:
+    spec = current().reference_archive  # module:callable, checked there
+    if spec is None:
         return LedgerArchive(campaign_dir)
     module, _, name = spec.partition(":")
     return getattr(importlib.import_module(module), name)(Path(campaign_dir))

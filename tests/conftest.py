@@ -109,9 +109,10 @@ def cli_in_process(capfd, *args: str, cwd: Path | None = None) -> subprocess.Com
     checks and refusals, without an interpreter start and its imports (~3 s a case here) for
     each of the many bad-input cases. `capfd` reads file descriptors 1 and 2, so a child the
     command starts (the box that loads a spec) is heard as it would be from the command. Its
-    working directory and environment are restored after. Tests of the process itself (its
-    exit on Ctrl-C, --debug tracebacks, a real `bakeoff run`) keep run_cli."""
+    working directory, environment and settings are restored after. Tests of the process itself
+    (its exit on Ctrl-C, --debug tracebacks, a real `bakeoff run`) keep run_cli."""
     from flows import cli
+    from tasks.run.settings import forget
 
     capfd.readouterr()
     env, here = dict(os.environ), os.getcwd()
@@ -124,8 +125,20 @@ def cli_in_process(capfd, *args: str, cwd: Path | None = None) -> subprocess.Com
         os.chdir(here)
         os.environ.clear()
         os.environ.update(env)
+        forget()  # and the settings the command read from it
     said = capfd.readouterr()
     return subprocess.CompletedProcess(["bakeoff", *args], code, said.out, said.err)
+
+
+@pytest.fixture(autouse=True)
+def settings_read_per_test():
+    """The BAKEOFF_* settings an entry point (a flow, the command's main) read in one test are
+    not the next test's: after each, deep code reads the environment again (tasks/run/settings.py,
+    the rule)."""
+    from tasks.run.settings import forget  # lazily, as this module's other project imports
+
+    yield
+    forget()
 
 
 @pytest.fixture(scope="session")

@@ -69,7 +69,7 @@ def write_concurrently(url: str):
 
 
 def test_concurrent_writers_on_sqlite(tmp_path, monkeypatch, capfd):
-    monkeypatch.delenv(history.ENV_VAR, raising=False)
+    monkeypatch.delenv("BAKEOFF_HISTORY_URL", raising=False)
     url = history.history_url(tmp_path / "runs")
     assert url.endswith("runs/history.sqlite")
     write_concurrently(url)

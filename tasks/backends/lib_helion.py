@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 from tasks.backends.library import Library, gpu_vendor
+from tasks.run.settings import current
 
 IMPL = '''"""Helion kernels behind op_route's canonical functions (None: left to torch)."""
 
@@ -67,7 +68,7 @@ class Helion(Library):
     IMPL = IMPL
 
     def unavailable_reason(self) -> str | None:
-        opted = os.environ.get("BAKEOFF_INTERPRETED_TEMPLATES") == "1"
+        opted = current().interpreted_templates  # BAKEOFF_INTERPRETED_TEMPLATES
         if gpu_vendor() is None and os.environ.get("HELION_INTERPRET") == "1" and opted:
             import importlib.util
 

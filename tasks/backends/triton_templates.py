@@ -15,6 +15,7 @@ from tasks.backends.match import Match, find
 from tasks.backends.source import torch_entry
 from tasks.backends.trace import trace_isolated
 from tasks.models.plan import CandidateRef
+from tasks.run.settings import current
 
 NAME = "triton-templates"
 
@@ -26,7 +27,7 @@ def interpreted_allowed() -> bool:
     """On the CPU, templates and interpreted library kernels are candidates only when asked for:
     the interpreter's times are not comparable with native code, and at the sizes of a real op
     it runs for minutes a check (a CLI bake-off of examples/rmsnorm_torch passed 600 s)."""
-    return os.environ.get("TRITON_INTERPRET") == "1" and os.environ.get(CPU_OPT_IN) == "1"
+    return os.environ.get("TRITON_INTERPRET") == "1" and current().interpreted_templates
 
 
 def triton_runs_here() -> str | None:

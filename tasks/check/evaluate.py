@@ -41,12 +41,12 @@ from prefect.cache_policies import NONE
 
 from scripts import manifest
 from scripts.check import check, precompile
-from scripts.errors import BadInput
 from scripts.freeze import CACHES, baseline_cache_key
 from scripts.verdict import Status
 from tasks.check import judgement
 from tasks.check.deadline import Deadline, DeadlineExceeded
 from tasks.models.plan import CandidateRef, CandidateResult
+from tasks.run.settings import current
 from tasks.run.store import LaneStore, code_version, write_json
 
 
@@ -96,9 +96,6 @@ def identity(task_dir: Path, ref: CandidateRef, samples: int | None, timeout_s: 
     return manifest.cache_key(payload, 24)
 
 
-JOBS_VAR = "BAKEOFF_PRECOMPILE_JOBS"
-
-
 BUILT_LANGUAGES = ("cuda", "hip")  # candidates a C++ toolchain builds (nvcc, hipcc)
 
 
@@ -111,13 +108,9 @@ def precompile_jobs(refs: list[CandidateRef] | None = None) -> int:
     took nearly as long and Discover took longer. A C++ build is nearly all of its check and
     leaves nothing to redo in the check: builds side by side should cost about one build's
     time; not yet measured on a GPU. Figures: docs/studies/h200_figures.md, "Precompiling"."""
-    given = os.environ.get(JOBS_VAR, "").strip()
-    if given:
-        if not given.isdigit():
-            raise BadInput(
-                JOBS_VAR, f"must be a whole number of precompiles at once, got {given!r}"
-            )
-        return int(given)
+    given = current().precompile_jobs  # a bad value is BadInput there
+    if given is not None:
+        return given
     if refs and all(r.language in BUILT_LANGUAGES for r in refs):
         return max(2, min(4, (os.cpu_count() or 2) // 4))
     return 0

@@ -28,7 +28,6 @@ import fcntl
 import json
 import os
 import re
-import socket
 import sys
 import threading
 import time
@@ -40,6 +39,7 @@ from pathlib import Path
 
 from scripts.errors import BadInput
 from tasks.models.run import Lease, PoolConfig
+from tasks.run.settings import current, enter
 
 MAX_DEFAULT_CPU_SLOTS = 8
 JOURNAL = "leases.jsonl"
@@ -112,9 +112,8 @@ def cpu_slot_count(requested: int | None = None) -> int:
         if requested < 1:
             raise BadInput("cpu_slots", f"must be at least 1, got {requested}")
         return requested
-    from_env = os.environ.get("BAKEOFF_CPU_SLOTS")
-    if from_env:
-        return cpu_slot_count(int(from_env))
+    if (given := current().cpu_slots) is not None:  # validated there: at least 1
+        return given
     return max(1, min(MAX_DEFAULT_CPU_SLOTS, os.cpu_count() or 1))
 
 
@@ -148,11 +147,11 @@ def resolve(config: PoolConfig) -> Devices:
 
 
 def default_lock_dir() -> Path:
-    return Path(os.environ.get("BAKEOFF_LOCK_DIR") or f"/tmp/kernel-bakeoff-locks-{os.getuid()}")
+    return current().lock_dir
 
 
 def host_name() -> str:
-    return os.environ.get("BAKEOFF_HOST") or socket.gethostname()
+    return current().host
 
 
 def _now() -> datetime:
@@ -306,6 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     hold.add_argument("--seconds", type=float, help="release after this long")
     args = parser.parse_args(argv)
     try:
+        enter()  # this command is an entry point too: its settings, read once
         ids = [args.device] if getattr(args, "device", None) else None
         pool = DevicePool.from_config(
             PoolConfig(gpu_ids=ids, cpu_slots=args.cpu_slots, lock_dir=args.lock_dir)

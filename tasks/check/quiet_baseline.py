@@ -17,26 +17,22 @@ the frozen figures, and `bakeoff run` then times the baseline again once the sta
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 from scripts.baseline import FrozenBaseline
 from tasks.check.standing import baseline_stats, noisy_baseline
+from tasks.run.settings import current
 
 TRIES_VAR = "BAKEOFF_RETIME_TRIES"
-TRIES = 2
 # The host's time to queue one call at this fraction of the device's time for it, or more: the
 # host's pace shows in the samples (the gate that holds the device covers only so much).
 HOST_SHARE = 0.5
 
 
 def tries() -> int:
-    try:
-        return max(0, int(os.environ.get(TRIES_VAR, TRIES)))
-    except ValueError:
-        return TRIES
+    return current().retime_tries  # a bad value is BadInput there, said at the entry point
 
 
 def unfreeze(task: Path) -> None:

@@ -6,7 +6,6 @@ not drift, a win the host can keep up with."""
 
 from __future__ import annotations
 
-import os
 import statistics
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from scripts.spec import OpSpec
 from scripts.timing import MIN_SAMPLES
 from scripts.verdict import WorkloadVerdict
 from tasks.models.plan import CandidateResult
+from tasks.run.settings import current
 
 # A timing whose interquartile range is over this share of its median was taken on a busy or
 # unstable device: its speedup is not a number to act on. BAKEOFF_REVIEW_MAX_SPREAD overrides it
@@ -23,7 +23,8 @@ MAX_RELATIVE_SPREAD = 0.25
 
 
 def max_relative_spread() -> float:
-    return float(os.environ.get("BAKEOFF_REVIEW_MAX_SPREAD") or MAX_RELATIVE_SPREAD)
+    given = current().review_max_spread
+    return MAX_RELATIVE_SPREAD if given is None else given
 
 
 def drift_matters(w: WorkloadVerdict) -> bool:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,18 +23,18 @@ from scripts.spec import OpSpec
 from scripts.verdict import Verdict
 from tasks.models.run import DiscoverOutcome, Report, Standing
 from tasks.report.html import results_by_row
+from tasks.run.settings import current
 from tasks.run.store import code_version
 from tasks.store.schema import CandidateRowDB, RunRow, TimingRow, engine_for
 
-ENV_VAR = "BAKEOFF_HISTORY_URL"
 FILE_NAME = "history.sqlite"
 ENV_KEPT = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
 FROZEN = "frozen"  # source of the frozen baseline's row
 
 
 def history_url(runs_root: Path | str | None = None) -> str:
-    if os.environ.get(ENV_VAR):
-        return os.environ[ENV_VAR]
+    if (given := current().history_url) is not None:
+        return given.get_secret_value()
     root = Path(runs_root or "runs").resolve()
     root.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{root / FILE_NAME}"
@@ -212,7 +211,7 @@ def run_from_report(report: Report, discovered: DiscoverOutcome | None = None) -
         task_dir=report.task_dir,
         oracle_sha256=report.oracle_sha256,
         recorded_at=datetime.now(UTC),
-        host=os.environ.get("BAKEOFF_HOST") or socket.gethostname(),
+        host=current().host,
         device=str(fingerprint.get("device_name") or fingerprint.get("device")),
         arch=str(fingerprint.get("arch")),
         code_version=code_version(),
