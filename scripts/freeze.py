@@ -29,6 +29,7 @@ from scripts.baseline import FrozenBaseline
 from scripts.errors import BadInput
 from scripts.fingerprint import device_kind, fingerprint
 from scripts.formats import module_for
+from scripts.frozen_task import FrozenTask
 from scripts.safe_paths import refuse_links
 from scripts.spec import OpSpec
 from scripts.untrusted import load_spec  # imports the input in the sandbox, not here
@@ -64,12 +65,8 @@ def _write_json(path: Path, data) -> None:
 
 def load_task(task_dir: Path) -> tuple[OpSpec, Path, FrozenBaseline]:
     """Verify a task directory and return (spec, baseline_src, the frozen baseline)."""
-    task_dir = Path(task_dir)
-    if not task_dir.is_dir():
-        raise BadInput(str(task_dir), "task directory does not exist")
-    manifest.verify(task_dir)
-    spec = OpSpec.model_validate_json((task_dir / "spec.json").read_text())
-    return spec, task_dir / "baseline_src", FrozenBaseline.read(task_dir)
+    task = FrozenTask.open(task_dir)
+    return task.spec, task.baseline_src, task.baseline
 
 
 def default_out(spec: OpSpec, root: Path = Path("runs/tasks")) -> Path:

@@ -1,12 +1,20 @@
 """The lane engine's walls: the model's room (tasks/agents) is a leaf that a run without a model
-never imports, and the engine picks who proposes and who judges by one rule."""
+never imports, the engine picks who proposes and who judges by one rule, and a lane opens its
+frozen task once, as the oracle the run froze."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
+import pytest
+
+from scripts import manifest
+from scripts.errors import BadInput
+from scripts.frozen_task import FrozenTask
 from tasks.engine import model_room as door
+from tasks.engine.lane import lane_store, run_lane
+from tasks.models.run import LaneConfig, LaneSpec
 from tasks.run.key import forget_key
 from tests.import_graph import ROOT, edges
 
@@ -67,3 +75,27 @@ def test_a_drop_in_or_a_model_answers_and_the_search_otherwise(monkeypatch):
         assert not door.by_model("planner", {})  # Discover's planner has no model of its own
     finally:
         forget_key()
+
+
+def test_a_frozen_task_is_opened_once_and_must_be_the_oracle_the_run_froze(frozen_rmsnorm):
+    task = FrozenTask.open(frozen_rmsnorm)
+    assert task.oracle_sha256 == manifest.verify(frozen_rmsnorm)
+    assert task.spec.name and task.baseline.medians()
+    assert FrozenTask.open(frozen_rmsnorm, task.oracle_sha256) == task
+    with pytest.raises(BadInput, match="not the 000000000000 this run froze"):
+        FrozenTask.open(frozen_rmsnorm, "0" * 64)
+
+
+def test_a_lane_handed_another_oracle_fails_saying_so_before_any_check(frozen_rmsnorm, tmp_path):
+    config = LaneConfig(
+        run_dir=str(tmp_path),
+        task_dir=str(frozen_rmsnorm),
+        oracle_sha256="0" * 64,  # what the bake-off froze; the directory was frozen again since
+        lane=LaneSpec(key="torch", language="torch", mode="optimize"),
+        budget=1,
+    )
+    said: list[str] = []
+    result = run_lane(config, lane_store(config), said.append)
+    assert result.status == "failed" and not result.candidates
+    assert "not the 000000000000 this run froze" in result.reason
+    assert not (tmp_path / "checked").exists()  # nothing was checked

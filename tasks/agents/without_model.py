@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from scripts.frozen_task import FrozenTask
 from tasks.agents.outputs import AuthorPlan, ReportProse
 from tasks.agents.request import RoleRequest
 from tasks.check import judgement
@@ -28,7 +29,7 @@ def _work(request: RoleRequest, inputs: dict) -> Work:
     i = request.inputs
     return Work(
         role=request.role,
-        task_dir=Path(i.task_dir),
+        task=FrozenTask.open(i.task_dir),
         workdir=Path(i.workdir),
         evaluator=i.evaluator,
         inputs=inputs,

@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from scripts import arch as arch_mod
-from scripts import manifest
 from scripts.baseline import FrozenBaseline
-from scripts.freeze import load_task
+from scripts.frozen_task import FrozenTask
 from scripts.spec import OpSpec
 from tasks.models.plan import BackendStatus, CandidateRef
 
@@ -37,21 +36,21 @@ class BuildContext:
 
     @classmethod
     def load(
-        cls, task_dir: Path, workdir: Path, arch: arch_mod.ArchInfo | None = None
+        cls, task: FrozenTask | Path, workdir: Path, arch: arch_mod.ArchInfo | None = None
     ) -> BuildContext:
-        task_dir = Path(task_dir)
-        spec, src, baseline = load_task(task_dir)  # verifies the manifest
-        oracle = manifest.verify(task_dir)  # the id its files give, not the one it records
+        """For `task`, opened once by the caller (a lane, Discover), or its directory, opened
+        and verified here."""
+        task = task if isinstance(task, FrozenTask) else FrozenTask.open(task)
         workdir = Path(workdir)
         workdir.mkdir(parents=True, exist_ok=True)
         return cls(
-            task_dir=task_dir,
-            spec=spec,
-            baseline_src=src,
+            task_dir=task.task_dir,
+            spec=task.spec,
+            baseline_src=task.baseline_src,
             workdir=workdir,
             arch=arch or arch_mod.detect(),
-            oracle_sha256=oracle,
-            baseline=baseline,
+            oracle_sha256=task.oracle_sha256,
+            baseline=task.baseline,
         )
 
     @property

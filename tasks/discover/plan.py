@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from scripts.frozen_task import FrozenTask
 from tasks import backends as registry
 from tasks.backends import triton_templates
 from tasks.backends.aiter_gemm import AiterGemm
@@ -109,7 +110,7 @@ def traced(ctx: BuildContext) -> tuple[dict, list[dict], list[str]]:
 
 
 def discover(
-    task_dir: Path,
+    task: FrozenTask | Path,
     workdir: Path,
     check_fn: CheckFn,
     backends: list[str] | None = None,
@@ -117,7 +118,7 @@ def discover(
 ) -> DiscoverPlan:
     """Every available backend's proposals, checked after the input itself; `precompile_fn`
     (when given) gets the proposals first, to compile them side by side before any check."""
-    ctx = BuildContext.load(task_dir, workdir)
+    ctx = BuildContext.load(task, workdir)  # opened once by the engine, or opened here
     chosen = registry.select(backends)
     statuses = [b.status(ctx.spec) for b in chosen]
     proposed = _proposals(ctx, chosen, statuses)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from scripts import manifest
-from scripts.spec import OpSpec
+from scripts.frozen_task import FrozenTask
 from scripts.verdict import Status
 from tasks.backends import languages
 from tasks.check.gpu_pool import DevicePool
@@ -55,7 +55,8 @@ def run_discover(
         say(f"resuming Discover: {len(kept)} finished check(s) of the interrupted run kept")
     store.clear()
     outcome_path.unlink(missing_ok=True)
-    spec = OpSpec.model_validate_json((Path(task_dir) / "spec.json").read_text())
+    task = FrozenTask.open(task_dir, frozen.oracle_sha256)  # opened once, for every check
+    spec = task.spec
     device_pool = DevicePool.from_config(req.pool or PoolConfig())
     with device_pool.lease(f"discover {op}") as lease:
         say(f"measuring existing implementations on {lease.device}")
@@ -71,7 +72,7 @@ def run_discover(
         plan = propose_plan(
             Work(
                 role="planner",
-                task_dir=Path(task_dir),
+                task=task,
                 workdir=store.work_dir,
                 evaluator=evaluator,
                 inputs={"backends": backends},

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from scripts.freeze import load_task
+from scripts.frozen_task import FrozenTask
 from scripts.verdict import Status
 from tasks.check.evaluate import Evaluator
 from tasks.check.gpu_pool import DevicePool
@@ -65,9 +65,10 @@ def _sheet(config: LaneConfig, store: LaneStore, spec, baseline) -> Path:
 
 
 def _work(config: LaneConfig, store: LaneStore, lease: Lease, result: LaneResult, say) -> None:
-    spec, _, baseline = load_task(Path(config.task_dir))
-    lane = config.lane
-    sheet = _sheet(config, store, spec, baseline)
+    # opened once here: the oracle this lane was configured with, or the lane fails saying so
+    task = FrozenTask.open(config.task_dir, config.oracle_sha256)
+    spec, lane = task.spec, config.lane
+    sheet = _sheet(config, store, spec, task.baseline)
     store.work_dir.mkdir(parents=True, exist_ok=True)
     evaluator = Evaluator(
         Path(config.task_dir), store, lease.env, config.check_timeout_s, config.samples, say
@@ -77,7 +78,7 @@ def _work(config: LaneConfig, store: LaneStore, lease: Lease, result: LaneResult
     outcome = propose_lane(
         Work(
             role=role,
-            task_dir=Path(config.task_dir),
+            task=task,
             workdir=store.work_dir,
             evaluator=evaluator,
             inputs={

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from scripts.frozen_task import FrozenTask
 from tasks.check import judgement
 from tasks.check.deadline import Deadline
 from tasks.check.evaluate import Evaluator
@@ -35,7 +36,7 @@ class Work:
     answer and transcript; `timeout_s` bounds the whole answer, every check included."""
 
     role: str  # optimizer, author (a lane) or planner (Discover)
-    task_dir: Path
+    task: FrozenTask  # opened once, by the engine
     workdir: Path
     evaluator: Evaluator
     inputs: dict = field(default_factory=dict)
@@ -43,6 +44,10 @@ class Work:
     record_dir: Path
     agents: dict[str, str] = field(default_factory=dict)
     timeout_s: float
+
+    @property
+    def task_dir(self) -> Path:
+        return self.task.task_dir
 
 
 def search(work: Work, deadline: Deadline | None = None) -> SearchOutcome:
@@ -54,7 +59,7 @@ def search(work: Work, deadline: Deadline | None = None) -> SearchOutcome:
     precompile = getattr(work.evaluator, "bind_precompile", None)  # a test's checker may lack it
     try:
         results = run_search(
-            work.task_dir,
+            work.task,
             i["language"],
             i["mode"],
             work.workdir,
@@ -75,7 +80,7 @@ def measure_existing(work: Work, deadline: Deadline | None = None) -> DiscoverPl
     deadline = deadline or Deadline(work.timeout_s)
     try:
         return discover(
-            work.task_dir,
+            work.task,
             work.workdir,
             work.evaluator.bind(deadline),
             work.inputs.get("backends"),

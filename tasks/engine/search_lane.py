@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from scripts.frozen_task import FrozenTask
 from tasks import backends
 from tasks.backends.base import BuildContext
 from tasks.check import judgement
@@ -18,7 +19,7 @@ PrecompileFn = Callable[[list[CandidateRef]], None]
 
 
 def run_search(
-    task_dir: Path,
+    task: FrozenTask | Path,
     language: str,
     mode: str,
     workdir: Path,
@@ -41,7 +42,7 @@ def run_search(
     """
     if mode not in ("optimize", "author"):
         raise ValueError(f"mode is optimize or author, not {mode!r}")
-    ctx = BuildContext.load(task_dir, workdir)
+    ctx = BuildContext.load(task, workdir)  # opened once by the engine, or opened here
     backend = backends.lane_backend(language)
     if backend is None or not backend.is_available():
         return []

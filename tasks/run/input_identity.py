@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from scripts import manifest
 from scripts.errors import BadInput
+from scripts.frozen_task import FrozenTask
 from tasks.run.atomic_json import write_json
 
 RECORD = "op_spec.json"  # in a run directory: where its input's spec came from
@@ -78,16 +79,13 @@ class Frozen(BaseModel):
     @classmethod
     def read(cls, task_dir: Path, source: SpecSource) -> Frozen:
         """The frozen task at `task_dir`, its manifest verified (a forged id is refused)."""
-        # here: scripts.freeze brings torch, a second of import this module's callers skip
-        from scripts.freeze import load_task
-
-        spec, _, baseline = load_task(Path(task_dir))
+        task = FrozenTask.open(task_dir)
         return cls(
             task_dir=str(task_dir),
-            oracle_sha256=manifest.verify(Path(task_dir)),
-            op=spec.name,
-            language=spec.language.lower(),
-            baseline_ms=baseline.medians(),
+            oracle_sha256=task.oracle_sha256,
+            op=task.spec.name,
+            language=task.spec.language.lower(),
+            baseline_ms=task.baseline.medians(),
             source=source,
         )
 
