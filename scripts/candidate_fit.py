@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from scripts import manifest
 from scripts.candidate_build import unfit as _unfit
 from scripts.program import top_level_names
 
@@ -29,8 +30,6 @@ def problem_of(task_or_kernel: Path) -> tuple[str, Path]:
     other than KernelBench, the file is not used). Reads no user code."""
     path = Path(task_or_kernel)
     if (path / MANIFEST).is_file():  # a frozen task: its spec says the format and entry file
-        from scripts import manifest
-
         manifest.verify(path)  # a damaged task is its own one line, before any of it is read
         spec = json.loads((path / "spec.json").read_text())
         entry = str(spec.get("entry", "")).partition(":")[0]

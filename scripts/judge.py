@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from scripts import (
+    arch,
     box,
     isolation,
     judge_clock,
@@ -37,6 +38,7 @@ from scripts import (
 )
 from scripts.baseline import BaselineWorkload, FrozenBaseline
 from scripts.errors import BadInput
+from scripts.fingerprint import device_kind
 from scripts.spec import OpSpec
 from scripts.timing import wall_problem
 from scripts.verdict import Status, TorchWork, Verdict, WorkloadVerdict, geomean
@@ -389,9 +391,6 @@ class Judge:
     def verdict(
         self, finished, results: Results, tamper: str | None, output: str, beside=None
     ) -> Verdict:
-        from scripts import arch
-        from scripts.fingerprint import device_kind
-
         info = arch.detect()
         device = device_kind()
         label = "cpu" if info.vendor == "cpu" else f"{info.name} ({info.arch})"

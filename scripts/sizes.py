@@ -29,6 +29,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from scripts.fingerprint import device_kind
 from scripts.spec import OpSpec, SizeProbe, Workload
 
 MAX_INPUT_BYTES = 2 << 30  # a size larger than the listed one is not tried above this (memory)
@@ -41,7 +42,6 @@ def add_other_sizes(
 ) -> OpSpec:
     """`spec` with the other sizes its reference accepts appended as untimed workloads, and
     every size tried in `sizes_probed`. A format without `other_sizes` gets none."""
-    from scripts.fingerprint import device_kind
     from scripts.formats import module_for
 
     propose = getattr(module_for(spec.format), "other_sizes", None)
@@ -209,8 +209,6 @@ def _append(path: Path, name: str, reason: str | None) -> None:
 
 
 def main(argv: list[str]) -> int:
-    from scripts.fingerprint import device_kind
-
     spec = OpSpec.model_validate_json(Path(argv[0]).read_text())
     src_dir, out = Path(argv[1]), Path(argv[2])
     done = _read_answers(out, [w.name for w in spec.workloads])
