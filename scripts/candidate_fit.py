@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from scripts import manifest
+from scripts import manifest, untrusted
 from scripts.candidate_build import unfit as _unfit
 from scripts.program import top_level_names
 
@@ -53,8 +53,6 @@ def refuse_unfit(task_or_kernel: Path, candidate: Path) -> None:
         raise _unfit(path, shown, f"not valid Python (line {exc.lineno}: {exc.msg})") from None
     if names is not None and "ModelNew" not in names:
         raise _unfit(path, shown, "defines no class ModelNew (a KernelBench candidate's model)")
-    from scripts import untrusted
-
     untrusted.call(
         "candidate_fit",
         str(path),

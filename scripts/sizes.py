@@ -29,6 +29,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from scripts import box, forkserver, sandbox
 from scripts.fingerprint import device_kind
 from scripts.spec import OpSpec, SizeProbe, Workload
 
@@ -159,8 +160,6 @@ def _probe_isolated(spec: OpSpec, src_dir: Path, device: str) -> dict[str, str |
     forked by the warm server the freeze's checks use (scripts/forkserver.py: torch already
     imported, no device touched, so every fork starts with a clean device context), else
     started as `python -m scripts.sizes`."""
-    from scripts import box, forkserver, sandbox
-
     answers: dict[str, str | None] = {}
     names = [w.name for w in spec.workloads if not w.timed]
     env = sandbox.judge_env()

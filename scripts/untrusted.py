@@ -21,9 +21,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from scripts import sandbox
+from scripts import box, forkserver, sandbox
 from scripts.candidate_build import fit_step
 from scripts.errors import BadInput
+from scripts.fingerprint import device_kind
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT_S = 600.0
@@ -34,8 +35,6 @@ def call(step: str, where: str, timeout_s: float = TIMEOUT_S, read=(), write=(),
     """Run `STEPS[step](**kwargs)` (or the "module:function" `step` names) in the sandbox and return its JSON answer; BadInput as raised
     there, or naming `where` when the step crashed or ran out of time. The box (scripts/box.py)
     reads the paths in `read` and writes its own work directory and those in `write`."""
-    from scripts import box, forkserver
-
     workdir = Path(tempfile.mkdtemp(prefix="bakeoff-untrusted-"))
     try:
         request, answer, log = workdir / "request.json", workdir / "answer.json", workdir / "log"
@@ -120,7 +119,6 @@ def _load_spec_step(path: str, options: dict, keep: str) -> dict:
 
 
 def _oracle_step(spec: dict, src_dir: str, sizes: bool, probe: bool) -> dict:
-    from scripts.fingerprint import device_kind
     from scripts.oracle_probe import probe as probe_oracle
     from scripts.sizes import add_other_sizes
     from scripts.spec import Degenerate, OpSpec
