@@ -20,6 +20,7 @@ from pathlib import Path
 
 from scripts import manifest, untrusted
 from scripts.candidate_build import unfit as _unfit
+from scripts.formats import detect_format
 from scripts.program import top_level_names
 
 MANIFEST = "MANIFEST.json"
@@ -34,8 +35,6 @@ def problem_of(task_or_kernel: Path) -> tuple[str, Path]:
         spec = json.loads((path / "spec.json").read_text())
         entry = str(spec.get("entry", "")).partition(":")[0]
         return spec.get("format", ""), path / "baseline_src" / entry
-    from scripts.formats import detect_format
-
     fmt = detect_format(path)
     return fmt, path
 
