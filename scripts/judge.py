@@ -290,6 +290,7 @@ class Judge:
     def _drifted(self, beside: Results) -> bool:
         """Whether any workload of the baseline's run beside the candidate moved from its
         frozen figure beyond both spreads (a run that failed is judged later, not here)."""
+        # torch, through scripts.compare: the judge imports it while the candidate runs (_preload)
         from scripts.verify import drifted
 
         for i, wl in enumerate(self.spec.workloads):
@@ -443,6 +444,7 @@ class Judge:
     def _judge_workloads(self, finished, results: Results, device: str, info, beside) -> list:
         """`beside`: the frozen baseline's timing-only run in this check (None: compare with
         the figure taken at freeze)."""
+        # torch, through scripts.compare: the judge imports it while the candidate runs (_preload)
         from scripts.reference import Reference, private_caches
         from scripts.verify import verify_workload
 

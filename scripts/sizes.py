@@ -43,6 +43,7 @@ def add_other_sizes(
 ) -> OpSpec:
     """`spec` with the other sizes its reference accepts appended as untimed workloads, and
     every size tried in `sizes_probed`. A format without `other_sizes` gets none."""
+    # torch, through scripts.formats: a second on this module's import (0.1 s without)
     from scripts.formats import module_for
 
     propose = getattr(module_for(spec.format), "other_sizes", None)
@@ -111,6 +112,7 @@ def probe_one(fmt, spec: OpSpec, src_dir: Path, fn, wl: Workload, device: str) -
     """None if the reference accepts size `wl`, else why not."""
     import torch
 
+    # torch, as above: this runs only in the probe's process
     from scripts import compare
     from scripts.child import poisoned_allocations
 
@@ -135,6 +137,7 @@ def probe_one(fmt, spec: OpSpec, src_dir: Path, fn, wl: Workload, device: str) -
 def _probe_here(
     spec: OpSpec, src_dir: Path, device: str, stop_on_failure: bool = False, write=None
 ):
+    # torch, through scripts.formats: a second on this module's import (0.1 s without)
     from scripts.formats import module_for
 
     fmt = module_for(spec.format)
