@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from scripts.errors import BadInput
+
 # Last-level cache beyond what the driver reports as L2 (AMD's Infinity Cache / MALL).
 _INFINITY_CACHE_BYTES = {"gfx942": 256 << 20, "gfx950": 256 << 20, "gfx90a": 0}
 # Peak rates used for the physical floor: (bytes/s of device memory, dense fp16/bf16 flop/s).
@@ -86,8 +88,6 @@ def cpu_llc_bytes() -> int:
     each timed call): BAKEOFF_CPU_LLC_MIB, else CPU_LLC_MIB. A host whose cache is larger sets
     it for cold-cache figures; the test suite, which times nothing it asserts, sets it small.
     BadInput for a value that is not a positive number."""
-    from scripts.errors import BadInput
-
     raw = os.environ.get(CPU_LLC_VAR, "").strip()
     try:
         mib = float(raw) if raw else CPU_LLC_MIB

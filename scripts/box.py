@@ -31,6 +31,8 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from scripts.errors import BadInput
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BOX_UID = 65534  # nobody/nogroup: what untrusted code runs as when the orchestrator is root
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
@@ -209,8 +211,6 @@ def plan(
         if os.path.exists(path):
             mounts.append(["ro", os.path.realpath(path), os.path.realpath(path)])
     if problem := unreadable(map(str, read)):
-        from scripts.errors import BadInput
-
         raise BadInput(*problem)
     mounts.append(["ro", "/sys", "/sys"])
     devices = [f"/dev/{n}" for n in DEV_FILES]

@@ -15,6 +15,7 @@ def unfit(candidate: Path, problem: Path, why: str) -> BadInput:
 def fit_step(problem: str, candidate: str, shown_problem: str, shown_candidate: str) -> dict:
     """In the box: import the problem and the candidate, and bind `ModelNew`'s constructor to
     the problem's `get_init_inputs()` (nothing is built or run)."""
+    # torch, which both bring: only this boxed step needs them, not scripts.untrusted
     from scripts.formats import kernelbench
     from scripts.program import import_file
 

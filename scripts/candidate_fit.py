@@ -18,7 +18,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from scripts import manifest, untrusted
 from scripts.candidate_build import unfit as _unfit
+from scripts.formats import detect_format
 from scripts.program import top_level_names
 
 MANIFEST = "MANIFEST.json"
@@ -29,14 +31,10 @@ def problem_of(task_or_kernel: Path) -> tuple[str, Path]:
     other than KernelBench, the file is not used). Reads no user code."""
     path = Path(task_or_kernel)
     if (path / MANIFEST).is_file():  # a frozen task: its spec says the format and entry file
-        from scripts import manifest
-
         manifest.verify(path)  # a damaged task is its own one line, before any of it is read
         spec = json.loads((path / "spec.json").read_text())
         entry = str(spec.get("entry", "")).partition(":")[0]
         return spec.get("format", ""), path / "baseline_src" / entry
-    from scripts.formats import detect_format
-
     fmt = detect_format(path)
     return fmt, path
 
@@ -54,8 +52,6 @@ def refuse_unfit(task_or_kernel: Path, candidate: Path) -> None:
         raise _unfit(path, shown, f"not valid Python (line {exc.lineno}: {exc.msg})") from None
     if names is not None and "ModelNew" not in names:
         raise _unfit(path, shown, "defines no class ModelNew (a KernelBench candidate's model)")
-    from scripts import untrusted
-
     untrusted.call(
         "candidate_fit",
         str(path),

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from scripts import manifest, sizes, untrusted
 from scripts.baseline import FrozenBaseline
+from scripts.check import judge_baseline
 from scripts.errors import BadInput
 from scripts.fingerprint import device_kind, fingerprint
 from scripts.formats import module_for
@@ -144,8 +145,6 @@ def freeze(
 def measure_baseline(spec: OpSpec, task_dir: Path, **options) -> dict:
     """Check and time the staged baseline through the judge (the path every candidate takes);
     a baseline that does not pass its own check cannot be frozen."""
-    from scripts.check import judge_baseline
-
     module_for(spec.format)  # fail early on an unknown format
     verdict = judge_baseline(task_dir, **options)
     untimed = {w.name for w in spec.workloads if not w.timed}

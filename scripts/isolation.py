@@ -296,6 +296,7 @@ def _prepare_host(plan: dict) -> None:
 
 def _relay_module():
     try:
+        # here: this file also runs bare (`wrap`: -I -S), where `scripts` is not importable
         from scripts import box_relay
     except ImportError:  # run as a script (`wrap`): its directory is not on sys.path
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -323,6 +324,7 @@ def enter(plan: dict | None = None) -> str | None:
     if not wanted():
         return "BAKEOFF_ISOLATION=none"
     if plan is None:  # nothing of the host writable
+        # here: this file also runs bare (`wrap`: -I -S), where `scripts` is not importable
         from scripts import box
 
         plan = box.plan(cwd=os.getcwd())
@@ -455,6 +457,7 @@ def probe(plan: dict | None = None) -> str | None:
 
 
 def _probe_plan() -> dict:
+    # here: this file also runs bare (`wrap`: -I -S), where `scripts` is not importable
     from scripts import box
 
     return box.plan(cwd="/")
@@ -480,6 +483,7 @@ def wrap(argv: list[str], env, plan: dict | None = None) -> list[str]:
     if (inside() and not (plan or {}).get("nested")) or not wanted(env):
         return argv
     if plan is None:  # nothing of the host writable
+        # here: this file also runs bare (`wrap`: -I -S), where `scripts` is not importable
         from scripts import box
 
         plan = box.plan(cwd=os.getcwd())

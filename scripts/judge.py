@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from scripts import (
+    arch,
     box,
     isolation,
     judge_clock,
@@ -37,6 +38,7 @@ from scripts import (
 )
 from scripts.baseline import BaselineWorkload, FrozenBaseline
 from scripts.errors import BadInput
+from scripts.fingerprint import device_kind
 from scripts.spec import OpSpec
 from scripts.timing import wall_problem
 from scripts.verdict import Status, TorchWork, Verdict, WorkloadVerdict, geomean
@@ -288,6 +290,7 @@ class Judge:
     def _drifted(self, beside: Results) -> bool:
         """Whether any workload of the baseline's run beside the candidate moved from its
         frozen figure beyond both spreads (a run that failed is judged later, not here)."""
+        # torch, through scripts.compare: the judge imports it while the candidate runs (_preload)
         from scripts.verify import drifted
 
         for i, wl in enumerate(self.spec.workloads):
@@ -389,9 +392,6 @@ class Judge:
     def verdict(
         self, finished, results: Results, tamper: str | None, output: str, beside=None
     ) -> Verdict:
-        from scripts import arch
-        from scripts.fingerprint import device_kind
-
         info = arch.detect()
         device = device_kind()
         label = "cpu" if info.vendor == "cpu" else f"{info.name} ({info.arch})"
@@ -444,6 +444,7 @@ class Judge:
     def _judge_workloads(self, finished, results: Results, device: str, info, beside) -> list:
         """`beside`: the frozen baseline's timing-only run in this check (None: compare with
         the figure taken at freeze)."""
+        # torch, through scripts.compare: the judge imports it while the candidate runs (_preload)
         from scripts.reference import Reference, private_caches
         from scripts.verify import verify_workload
 

@@ -26,6 +26,7 @@ SCALE, SHIFT = 8.0, 1.0  # the other draws: floating inputs scaled, and shifted
 
 def _moved(a, b, tol: float) -> float:
     """How far apart two outputs are, in tolerances (inf for a tolerance of 0 and any change)."""
+    # torch, through scripts.compare: imported as a probe runs, like torch here
     from scripts import compare
 
     if a.shape != b.shape or a.dtype != b.dtype:
@@ -35,6 +36,7 @@ def _moved(a, b, tol: float) -> float:
 
 
 def _passes(fake, ref, tol: float) -> bool:
+    # torch, through scripts.compare: imported as a probe runs, like torch here
     from scripts import compare
 
     if fake.shape != ref.shape:
@@ -58,6 +60,7 @@ def probe_workload(reference, spec: OpSpec, wl) -> dict:
     """For one workload: {"moved": {family: tolerances}, "passes": [what passes], ...}."""
     import torch
 
+    # torch, through scripts.compare: imported as a probe runs, like torch here
     from scripts import compare
 
     draws = [reference.outputs(wl, seed) for seed in SEEDS]
@@ -141,6 +144,7 @@ def probe(spec: OpSpec, src_dir: Path, device: str) -> dict | None:
     BadInput where the reference returns no finite value."""
     import torch
 
+    # torch, through scripts.reference: imported as a probe runs, like torch here
     from scripts.reference import Reference
 
     reference = Reference(spec, Path(src_dir), device)

@@ -419,6 +419,7 @@ def fork_module(
     seconds). Only for a single-threaded caller that has not initialised a GPU. `box`: the
     plan of its box (scripts/box.py); None: only `cwd` writable."""
     if box is None and not isolation.inside():
+        # the module, loaded at the top already: the parameter `box` hides its name here
         from scripts import box as policy
 
         box = policy.plan(write=[cwd], cwd=str(cwd))

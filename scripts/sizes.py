@@ -29,6 +29,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from scripts import box, forkserver, sandbox
+from scripts.fingerprint import device_kind
 from scripts.spec import OpSpec, SizeProbe, Workload
 
 MAX_INPUT_BYTES = 2 << 30  # a size larger than the listed one is not tried above this (memory)
@@ -41,7 +43,7 @@ def add_other_sizes(
 ) -> OpSpec:
     """`spec` with the other sizes its reference accepts appended as untimed workloads, and
     every size tried in `sizes_probed`. A format without `other_sizes` gets none."""
-    from scripts.fingerprint import device_kind
+    # torch, through scripts.formats: a second on this module's import (0.1 s without)
     from scripts.formats import module_for
 
     propose = getattr(module_for(spec.format), "other_sizes", None)
@@ -110,6 +112,7 @@ def probe_one(fmt, spec: OpSpec, src_dir: Path, fn, wl: Workload, device: str) -
     """None if the reference accepts size `wl`, else why not."""
     import torch
 
+    # torch, as above: this runs only in the probe's process
     from scripts import compare
     from scripts.child import poisoned_allocations
 
@@ -134,6 +137,7 @@ def probe_one(fmt, spec: OpSpec, src_dir: Path, fn, wl: Workload, device: str) -
 def _probe_here(
     spec: OpSpec, src_dir: Path, device: str, stop_on_failure: bool = False, write=None
 ):
+    # torch, through scripts.formats: a second on this module's import (0.1 s without)
     from scripts.formats import module_for
 
     fmt = module_for(spec.format)
@@ -159,8 +163,6 @@ def _probe_isolated(spec: OpSpec, src_dir: Path, device: str) -> dict[str, str |
     forked by the warm server the freeze's checks use (scripts/forkserver.py: torch already
     imported, no device touched, so every fork starts with a clean device context), else
     started as `python -m scripts.sizes`."""
-    from scripts import box, forkserver, sandbox
-
     answers: dict[str, str | None] = {}
     names = [w.name for w in spec.workloads if not w.timed]
     env = sandbox.judge_env()
@@ -209,8 +211,6 @@ def _append(path: Path, name: str, reason: str | None) -> None:
 
 
 def main(argv: list[str]) -> int:
-    from scripts.fingerprint import device_kind
-
     spec = OpSpec.model_validate_json(Path(argv[0]).read_text())
     src_dir, out = Path(argv[1]), Path(argv[2])
     done = _read_answers(out, [w.name for w in spec.workloads])

@@ -8,6 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from scripts.safe_paths import name_problem
+
 DTYPES = (
     "float64",
     "float32",
@@ -138,8 +140,6 @@ class OpSpec(BaseModel):
     @field_validator("name")
     @classmethod
     def _plain_name(cls, v: str) -> str:
-        from scripts.safe_paths import name_problem
-
         problem = name_problem(v)
         if problem:
             raise ValueError(problem)

@@ -21,9 +21,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from scripts import sandbox
+from scripts import box, forkserver, sandbox
 from scripts.candidate_build import fit_step
 from scripts.errors import BadInput
+from scripts.fingerprint import device_kind
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT_S = 600.0
@@ -34,8 +35,6 @@ def call(step: str, where: str, timeout_s: float = TIMEOUT_S, read=(), write=(),
     """Run `STEPS[step](**kwargs)` (or the "module:function" `step` names) in the sandbox and return its JSON answer; BadInput as raised
     there, or naming `where` when the step crashed or ran out of time. The box (scripts/box.py)
     reads the paths in `read` and writes its own work directory and those in `write`."""
-    from scripts import box, forkserver
-
     workdir = Path(tempfile.mkdtemp(prefix="bakeoff-untrusted-"))
     try:
         request, answer, log = workdir / "request.json", workdir / "answer.json", workdir / "log"
@@ -79,6 +78,7 @@ def _input_root(path: Path) -> Path:
 
 def load_spec(path: Path, **options):
     """`scripts.formats.load_spec`, run in the sandbox: (OpSpec, source_dir)."""
+    # start-up: torch and pydantic, which `import scripts.untrusted` (each step's box) skips
     from scripts.formats import detect_format
     from scripts.spec import OpSpec
 
@@ -87,6 +87,7 @@ def load_spec(path: Path, **options):
     given = {k: v for k, v in options.items() if v is not None}
     key = (str(path.resolve()), tuple(sorted(given.items())), _fingerprint(path))
     if key not in _spec_cache:
+        # start-up: torch, which the package scripts.formats brings, as above
         from scripts.formats.staging import scratch_dir
 
         keep = scratch_dir("spec")  # what the format writes there dies with its process
@@ -109,6 +110,7 @@ def load_spec(path: Path, **options):
 
 
 def _load_spec_step(path: str, options: dict, keep: str) -> dict:
+    # torch: this step needs it, the other steps do not
     from scripts.formats import load_spec as load
     from scripts.formats.staging import _made
 
@@ -120,7 +122,7 @@ def _load_spec_step(path: str, options: dict, keep: str) -> dict:
 
 
 def _oracle_step(spec: dict, src_dir: str, sizes: bool, probe: bool) -> dict:
-    from scripts.fingerprint import device_kind
+    # torch and pydantic: this step needs them, the other steps do not
     from scripts.oracle_probe import probe as probe_oracle
     from scripts.sizes import add_other_sizes
     from scripts.spec import Degenerate, OpSpec
@@ -141,6 +143,7 @@ def prepare_oracle(spec, src_dir: Path, sizes: bool = True, probe: bool = True):
     which runs the reference on several draws (`spec.degenerate` set; BadInput for a reference
     with no finite output), then `scripts.sizes.add_other_sizes`, which imports the input (a
     KernelBench problem is run on the meta device to see what its sizes change)."""
+    # start-up: pydantic (0.08 s), which this module, started for every boxed step, skips
     from scripts.spec import OpSpec
 
     if not (sizes or probe):

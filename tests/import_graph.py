@@ -9,6 +9,7 @@ package above it is dropped: importing the module has imported that package alre
     python -m tests.import_graph          prints every circle (strongly connected component)
     python -m tests.import_graph --rooms  the rooms (tasks/<room>/, flows, scripts) that import
                                           each other, and the imports made inside functions
+    python -m tests.import_graph --floor  the imports from a room to a room above it on FLOOR
 """
 
 from __future__ import annotations
@@ -18,6 +19,28 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("flows", "tasks", "scripts")
+
+# The orchestration floor, bottom to top: a room imports only the rooms below it, at module level
+# or inside a function (tests/test_import_walls.py; a room not on it counts as above them all).
+FLOOR = (
+    "scripts",  # the harness: it runs on a bare GPU box and imports none of the rooms above
+    "tasks",  # tasks/__init__.py: a docstring; it imports nothing, and any tasks room runs it
+    "tasks.models",
+    "tasks.search",
+    "tasks.run",
+    "tasks.backends",
+    "tasks.check",
+    "tasks.discover",
+    "tasks.report",
+    "tasks.store",
+    "tasks.apply",
+    "tasks.campaign",
+    "tasks.engine",
+    # The model's room, near the top: it is being made a leaf that nothing without a model
+    # imports, so only flows (which start a model's lanes) stands above it.
+    "tasks.agents",
+    "flows",
+)
 
 
 def modules() -> dict[str, Path]:
@@ -70,6 +93,17 @@ def two_way_rooms(graph: dict[str, set[str]] | None = None) -> list[tuple[str, s
     return sorted((a, b) for a, b in crossing if a < b and (b, a) in crossing)
 
 
+def arrows_up(graph: dict[str, set[str]] | None = None) -> list[tuple[str, str]]:
+    """Each module edge (a, b) from a room to a room above it on FLOOR."""
+    order = {name: i for i, name in enumerate(FLOOR)}
+    return sorted(
+        edge
+        for (a, b), crossing in room_edges(graph).items()
+        if order.get(b, len(FLOOR)) > order.get(a, len(FLOOR))
+        for edge in crossing
+    )
+
+
 def function_imports() -> int:
     """Imports of the project's own modules made inside a function, over flows, tasks, scripts."""
     known = modules()
@@ -87,6 +121,12 @@ def unexplained_function_imports(prefix: str) -> list[str]:
     """`path:line` of each import of a project module inside a function of a module under
     `prefix` with no comment saying why it is there: on its line, or on the line above it or
     above the run of import (and blank) lines it stands in."""
+    return [where for where, explained in imports_in_functions(prefix) if not explained]
+
+
+def imports_in_functions(prefix: str) -> list[tuple[str, bool]]:
+    """(`path:line`, whether a comment says why) of each import statement of a project module
+    inside a function of a module under `prefix`."""
     found = []
     for name, path in sorted(modules().items()):
         if not (name == prefix or name.startswith(prefix + ".")):
@@ -102,8 +142,8 @@ def unexplained_function_imports(prefix: str) -> list[str]:
                 if inner.lineno in seen:
                     continue
                 seen.add(inner.lineno)
-                if not _explained(lines, inner.lineno, inner.end_lineno):
-                    found.append(f"{path.relative_to(ROOT)}:{inner.lineno}")
+                explained = _explained(lines, inner.lineno, inner.end_lineno)
+                found.append((f"{path.relative_to(ROOT)}:{inner.lineno}", explained))
     return found
 
 
@@ -232,6 +272,17 @@ if __name__ == "__main__":
             print(f"  {a} -> {b}: {len(crossing[a, b])}; back: {crossing[b, a]}")
         print(f"circles of rooms: {circles(room_graph())}")
         print(f"{function_imports()} imports of the project's modules inside functions")
+        for package in PACKAGES:
+            found = imports_in_functions(package)
+            bare = sum(not explained for _, explained in found)
+            print(
+                f"  {package}/: {len(found)} import statements, {bare} with no comment saying why"
+            )
+    elif "--floor" in sys.argv[1:]:
+        up = arrows_up()
+        print(f"{len(up)} imports from a room to a room above it on the floor")
+        for a, b in up:
+            print(f"  {a} -> {b}")
     else:
         for circle in circles():
             print(len(circle), " ".join(circle))

@@ -1,10 +1,14 @@
-"""The import graph's walls, read from source (tests/import_graph.py): no circles, and the
-harness (scripts/) never imports the orchestration side, which it must not need on a bare GPU
-box and must not hand to the untrusted code it runs."""
+"""The import graph's walls, read from source (tests/import_graph.py): no circles, no import up
+the floor of rooms, and the harness (scripts/) never imports the orchestration side, which it
+must not need on a bare GPU box and must not hand to the untrusted code it runs."""
 
 from tests.import_graph import (
+    FLOOR,
+    arrows_up,
     circles,
     edges,
+    modules,
+    room,
     room_graph,
     two_way_rooms,
     unexplained_function_imports,
@@ -24,12 +28,20 @@ def test_the_rooms_import_one_way():
     assert circles(room_graph()) == []
 
 
-def test_an_import_inside_a_function_of_tasks_or_flows_says_why():
+def test_no_room_imports_a_room_above_it():
+    # The floor (FLOOR in tests/import_graph.py, bottom to top) is the order the rooms stand
+    # in; an import from a room to one above it, even inside a function, is a wall broken.
+    # A new room is placed on the floor where its imports allow.
+    assert sorted({room(m) for m in modules()} - set(FLOOR)) == []
+    assert arrows_up() == []
+
+
+def test_an_import_inside_a_function_says_why():
     # With no circle of rooms, an import inside a function is there for a reason of its own
     # (a second of torch its callers skip, a command's start-up, a module that imports this
-    # one back at run time, a boxed child that needs less): the comment beside it names it.
-    # (scripts/, the harness, is not held to this yet.)
-    assert unexplained_function_imports("tasks") + unexplained_function_imports("flows") == []
+    # one back at run time, a boxed child that needs less, a file also run as a bare script):
+    # the comment beside it names it.
+    assert [w for p in ("tasks", "flows", "scripts") for w in unexplained_function_imports(p)] == []
 
 
 def test_the_harness_imports_nothing_of_the_orchestration_side():
@@ -50,6 +62,9 @@ def test_the_graph_sees_a_circle_and_a_lazy_import():
     assert two_way_rooms({"tasks.a.x": {"tasks.b.y"}, "tasks.b.z": {"tasks.a.w"}}) == [
         ("tasks.a", "tasks.b")
     ]
+    # An import up the floor is found, and one of a room not on it counts as up.
+    up = {"tasks.models.x": {"tasks.agents.y", "scripts.z"}, "flows.a": {"tasks.new.b"}}
+    assert arrows_up(up) == [("flows.a", "tasks.new.b"), ("tasks.models.x", "tasks.agents.y")]
 
 
 def test_an_import_moves_no_key_and_the_command_moves_it_first(tmp_path):
