@@ -2,6 +2,7 @@
 
 a backend        tasks/backends/ (one module, registered in its __init__)
 a role           tasks/agents/roles/ (one module declaring ROLE)
+a proposer       tasks/engine/proposers.py (who makes a lane's candidates; drop-ins by name)
 a check rule     tasks/check/ (applied to every verdict on the trusted side)
 a report section templates/ and tasks/report/
 a model          tasks/models/ (what flows hand each other and what lands as JSON)
@@ -11,10 +12,11 @@ check/     the harness called on a leased device: checks, freezes, the device po
            the review rules (standing.py), the one judgement (judgement.py), roofline floors
 discover/  Discover's measurements, lane plan, resume and table
 search/    spaces, strategies, the tuning loop
-engine/    the lane engine: the search lane's loop over a backend's space (more to come)
-agents/    role agents, their drivers, and the deterministic responders without a model
+engine/    the lane engine: every lane and Discover (lease, frozen task, checker, proposer,
+           judgement, store), the search's loop, the one door to the model's room
+agents/    the model's room (a leaf: reached by name): role agents and their drivers
 report/    ranking on the frozen baseline, report.md and report.html
-run/       the run directory: store, lock, input identity
+run/       the run directory: store, lock, input identity; the API key's holder; settings
 store/     the history database across runs
 apply/     the winner onto a git branch of the original repository
 campaign.py  rounds of lanes, each seeded from the best variant so far
