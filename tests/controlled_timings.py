@@ -96,10 +96,16 @@ def controlling(real_check, wins: str | Callable[[Path, Path], float]):
 
 
 def control_checks(monkeypatch, wins: str | Callable[[Path, Path], float]) -> None:
-    """In this process: every check's timings set (see `controlling`)."""
+    """In this process: every check's timings set (see `controlling`). The lanes' checker
+    (tasks/check/evaluate.py) binds `check` when it is imported, which may be before this
+    test (another test module's import at collection): its name is replaced too, so the
+    control never depends on the order modules were imported in."""
     import scripts.check
+    import tasks.check.evaluate
 
-    monkeypatch.setattr(scripts.check, "check", controlling(scripts.check.check, wins))
+    controlled_check = controlling(scripts.check.check, wins)
+    monkeypatch.setattr(scripts.check, "check", controlled_check)
+    monkeypatch.setattr(tasks.check.evaluate, "check", controlled_check)
 
 
 def main(argv: list[str]) -> int:
@@ -107,10 +113,12 @@ def main(argv: list[str]) -> int:
     checks (the flow runs in this process's threads, so the replaced function is the one it
     calls)."""
     import scripts.check
+    import tasks.check.evaluate
     from flows.cli import main as bakeoff
 
     wins, *args = argv
     scripts.check.check = controlling(scripts.check.check, wins)
+    tasks.check.evaluate.check = scripts.check.check  # the lanes' checker, as control_checks
     return bakeoff(args)
 
 
