@@ -27,7 +27,7 @@ from flows.bakeoff import bakeoff
 from flows.freeze import freeze
 from flows.opening import Opened, check_opened, validate
 from flows.prefect_workarounds import subflows_without_heartbeats
-from scripts import manifest
+from scripts.frozen_task import FrozenTask
 from tasks.apply.hook import apply_and_record
 from tasks.campaign import Ledger, RoundEntry, archive_for, improves, note_for, round_best
 from tasks.models.request import BakeoffRequest
@@ -74,12 +74,11 @@ def _campaign(opened: Opened) -> Report:
             request.pool,
             specs_root=str(Path(runs_root).resolve()),
         )
-    task = Path(frozen.task_dir)
-    spec = json.loads((task / "spec.json").read_text())
+    opened_task = FrozenTask.open(frozen.task_dir, frozen.oracle_sha256)  # a forged id is refused
+    task, op, oracle = opened_task.task_dir, opened_task.spec.name, opened_task.oracle_sha256
     arch = json.loads((task / "fingerprint.json").read_text()).get("arch", "cpu")
-    oracle = manifest.verify(task)  # re-derived: a forged id is refused
     archive = archive_for(root)
-    ledger = Ledger(op=spec["name"], oracle_sha256=oracle, rounds_planned=rounds)
+    ledger = Ledger(op=op, oracle_sha256=oracle, rounds_planned=rounds)
     url = request.history_url or history_url(Path(root).parent)
     reports: list[Report] = []
     for n in range(1, rounds + 1):
@@ -87,7 +86,7 @@ def _campaign(opened: Opened) -> Report:
         round_dir.mkdir(parents=True, exist_ok=True)
         if not (round_dir / "task").exists():
             os.symlink(os.path.relpath(task, round_dir), round_dir / "task")
-        seed = archive.best(spec["name"], oracle, arch)
+        seed = archive.best(op, oracle, arch)
         store.set_phase(f"round {n}/{rounds}", lanes=[])
         logger.info(f"round {n}/{rounds}: seeded from {seed.name if seed else 'the baseline'}")
         seed_info = seed.model_dump(mode="json") if seed else {}

@@ -20,9 +20,8 @@ from prefect.artifacts import (
 from prefect.runtime import flow_run
 
 from flows.opening import Opened
-from scripts import manifest
+from scripts.frozen_task import FrozenTask, spec_and_baseline
 from scripts.isolation import warning
-from scripts.spec import OpSpec
 from tasks.check.standing import baseline_stats
 from tasks.engine.model_room import by_model, model_room
 from tasks.models.run import DiscoverOutcome, LaneResult, Report, Standing
@@ -84,11 +83,11 @@ def publish(result: Report, scope: str = "") -> None:
     )
 
 
-def oracle_warnings(task_dir: Path) -> list[str]:
+def oracle_warnings(task: FrozenTask | Path) -> list[str]:
     """The freeze's word on an oracle that does not discriminate (scripts/oracle_probe.py): the
     first warning of every report (report.md, report.html, --json, the terminal)."""
 
-    spec = OpSpec.model_validate_json((Path(task_dir) / "spec.json").read_text())
+    spec, _ = spec_and_baseline(task)
     return [spec.degenerate.message] if spec.degenerate else []
 
 
@@ -125,25 +124,25 @@ def report(
     kernel_path, kernel, mode = req.kernel_path, frozen.op, req.mode
     history_url, agents = req.history_url, req.agents
     logger = get_run_logger()
-    rows, winner = rank(lanes, discovered, Path(task_dir))
-    medians, _ = baseline_stats(Path(task_dir))
-    oracle = manifest.verify(Path(task_dir))  # re-derived: a forged id is refused
+    # opened once, as the oracle the run froze: a forged or re-frozen task is refused here
+    task = FrozenTask.open(task_dir, frozen.oracle_sha256)
+    rows, winner = rank(lanes, discovered, task)
+    medians, _ = baseline_stats(task)
     result = Report(
         kernel_path=kernel_path,
         kernel=kernel,
         mode=mode,
         run_dir=run_dir,
         task_dir=task_dir,
-        oracle_sha256=oracle,
+        oracle_sha256=task.oracle_sha256,
         baseline_ms=medians,
         rows=rows,
         winner=winner,
         lanes=lanes,
-        warnings=with_box_warning(oracle_warnings(Path(task_dir)) + (warnings or [])),
+        warnings=with_box_warning(oracle_warnings(task) + (warnings or [])),
         report_path=str(Path(run_dir) / "report.md"),
         html_path=str(Path(run_dir) / "report.html"),
-        measurement=measurement(Path(task_dir))
-        | {"baseline_disagrees": disagreement(rows, Path(task_dir))},
+        measurement=measurement(task) | {"baseline_disagrees": disagreement(rows, task)},
     )
     try:
         if by_model("reporter", agents):  # the reporter's prose, where a model answers it

@@ -48,3 +48,15 @@ class FrozenTask(BaseModel):
             spec=spec,
             baseline=FrozenBaseline.read(task_dir),
         )
+
+
+def spec_and_baseline(task: FrozenTask | Path | str) -> tuple[OpSpec, FrozenBaseline]:
+    """The spec and frozen baseline of a task opened once, or read from a directory as they
+    are (unverified: a reader handed a path, as before the object, reads the files alone)."""
+    if isinstance(task, FrozenTask):
+        return task.spec, task.baseline
+    return OpSpec.read(task), FrozenBaseline.read(Path(task))
+
+
+def directory(task: FrozenTask | Path | str) -> Path:
+    return task.task_dir if isinstance(task, FrozenTask) else Path(task)

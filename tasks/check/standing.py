@@ -9,8 +9,7 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from scripts.baseline import FrozenBaseline
-from scripts.spec import OpSpec
+from scripts.frozen_task import FrozenTask, spec_and_baseline
 from scripts.timing import MIN_SAMPLES
 from scripts.verdict import WorkloadVerdict
 from tasks.models.plan import CandidateResult
@@ -92,10 +91,10 @@ def timing_doubts(result: CandidateResult) -> list[str]:
     return reasons
 
 
-def baseline_stats(task_dir: Path) -> tuple[dict[str, float], dict[str, float]]:
-    """(median ms, relative interquartile range) per workload of the frozen baseline."""
-    base = FrozenBaseline.read(Path(task_dir))
-    spec = OpSpec.read(task_dir)
+def baseline_stats(task: FrozenTask | Path) -> tuple[dict[str, float], dict[str, float]]:
+    """(median ms, relative interquartile range) per workload of the frozen baseline of `task`
+    (opened once, or its directory)."""
+    spec, base = spec_and_baseline(task)
     medians, spreads = {}, {}
     timed = [w.name for w in spec.workloads if w.timed]  # not checked-only
     for name in timed:  # the spec's order, not the file's
@@ -110,12 +109,12 @@ def baseline_stats(task_dir: Path) -> tuple[dict[str, float], dict[str, float]]:
     return medians, spreads
 
 
-def noisy_baseline(task_dir: Path) -> str | None:
+def noisy_baseline(task: FrozenTask | Path) -> str | None:
     """One line when the frozen baseline's spread (interquartile range over median) is above
     what the reviewer accepts of a candidate's: every speedup divides by that figure, so the
     race would be run against noise. None when it is quiet enough (or there is no baseline)."""
     try:
-        _, spreads = baseline_stats(task_dir)
+        _, spreads = baseline_stats(task)
     except (OSError, ValueError, KeyError):
         return None
     limit = max_relative_spread()

@@ -12,18 +12,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from scripts.frozen_task import FrozenTask
 from tasks.check.standing import baseline_stats
 from tasks.models.run import CandidateRow
 
 
-def disagreement(rows: list[CandidateRow], task_dir: Path) -> str | None:
+def disagreement(rows: list[CandidateRow], task: FrozenTask | Path) -> str | None:
     """One line naming the workloads where the `baseline` row's median and the frozen median
     differ by more than both relative spreads (the frozen one's and the row's), else None."""
     row = next((r for r in rows if r.mode == "baseline"), None)
     if row is None:
         return None
     try:
-        medians, spreads = baseline_stats(Path(task_dir))
+        medians, spreads = baseline_stats(task)
     except (OSError, ValueError, KeyError):
         return None
     own = row.spread or 0.0

@@ -33,41 +33,37 @@ import json
 import statistics
 from pathlib import Path
 
-from scripts.baseline import FrozenBaseline
-from scripts.spec import OpSpec
+from scripts.frozen_task import FrozenTask, directory, spec_and_baseline
 from tasks.check import judgement
 from tasks.check.standing import baseline_stats, noisy_baseline
 from tasks.models.plan import CandidateResult
 from tasks.models.run import CandidateRow, DiscoverOutcome, LaneResult, Standing
 
 
-def baseline_interpreted(task_dir: Path) -> bool:
-    task_dir = Path(task_dir)
+def baseline_interpreted(task: FrozenTask | Path) -> bool:
     try:
-        spec = OpSpec.read(task_dir)
-        base = FrozenBaseline.read(task_dir)
+        spec, base = spec_and_baseline(task)
     except (OSError, ValueError):
         return False
     return judgement.interpreted(spec.language, base.device)
 
 
-def measurement(task_dir: Path) -> dict:
+def measurement(task: FrozenTask | Path) -> dict:
     """What a reader needs to believe the figures: the device's fingerprint, the clock, whether
     the baseline ran under an interpreter, and its spread per workload."""
-    task_dir = Path(task_dir)
     try:
-        finger = json.loads((task_dir / "fingerprint.json").read_text())
-        base = FrozenBaseline.read(task_dir)
+        finger = json.loads((directory(task) / "fingerprint.json").read_text())
+        _, base = spec_and_baseline(task)
     except (OSError, ValueError):
         return {}
     clocks = sorted({w.clock or "?" for w in base.workloads.values()})
-    _, spreads = baseline_stats(task_dir)
+    _, spreads = baseline_stats(task)
     return {
         "fingerprint": finger,
         "clock": ", ".join(clocks),
-        "interpreted": baseline_interpreted(task_dir),
+        "interpreted": baseline_interpreted(task),
         "baseline_spread": spreads,
-        "baseline_noisy": noisy_baseline(task_dir),
+        "baseline_noisy": noisy_baseline(task),
     }
 
 
@@ -140,11 +136,12 @@ def _standing(row: CandidateRow) -> int:
 
 
 def rank(
-    lanes: list[LaneResult], discovered: DiscoverOutcome | None, task_dir: Path
+    lanes: list[LaneResult], discovered: DiscoverOutcome | None, task: FrozenTask | Path
 ) -> tuple[list[CandidateRow], CandidateRow | None]:
-    """Every candidate in one table, fastest first, and the winner or None."""
-    base = baseline_stats(task_dir)
-    interp = baseline_interpreted(task_dir)
+    """Every candidate in one table, fastest first, and the winner or None, on `task`'s frozen
+    baseline (the task opened once, or its directory)."""
+    base = baseline_stats(task)
+    interp = baseline_interpreted(task)
     groups = []
     for lane in lanes:
         failed = (lane.reason or "lane failed") if lane.status == "failed" else None
