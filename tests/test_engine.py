@@ -13,7 +13,9 @@ from scripts import manifest
 from scripts.errors import BadInput
 from scripts.frozen_task import FrozenTask
 from tasks.engine import model_room as door
+from tasks.engine import proposers
 from tasks.engine.lane import lane_store, run_lane
+from tasks.engine.proposers import Work, lane_proposer, plan_proposer
 from tasks.models.run import LaneConfig, LaneSpec
 from tasks.run.key import forget_key
 from tests.import_graph import ROOT, edges
@@ -99,3 +101,20 @@ def test_a_lane_handed_another_oracle_fails_saying_so_before_any_check(frozen_rm
     assert result.status == "failed" and not result.candidates
     assert "not the 000000000000 this run froze" in result.reason
     assert not (tmp_path / "checked").exists()  # nothing was checked
+
+
+def test_the_proposer_is_the_search_or_the_backends_unless_a_model_or_a_drop_in_answers(
+    monkeypatch,
+):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    forget_key()
+
+    def work(role, agents):
+        none = dict(task=None, workdir=None, evaluator=None, record_dir=None)
+        return Work(role=role, agents=agents, timeout_s=1, **none)
+
+    assert lane_proposer(work("optimizer", {})) is proposers.search
+    assert plan_proposer(work("planner", {})) is proposers.measure_existing
+    drop_in = {"optimizer": "tests.role_doubles:baseline_copies"}
+    assert lane_proposer(work("optimizer", drop_in)).__module__ == "tasks.agents.proposing"
+    assert plan_proposer(work("planner", {"planner": "x:y"})).__module__ == "tasks.agents.proposing"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from scripts.frozen_task import FrozenTask
 from tasks.check import judgement
@@ -48,6 +49,15 @@ class Work:
     @property
     def task_dir(self) -> Path:
         return self.task.task_dir
+
+
+class Proposer(Protocol):
+    """The plug-in axis: anything that answers a `Work` with the candidates it checked (a
+    lane's `SearchOutcome`, Discover's `DiscoverPlan`). The engine's own are `search` and
+    `measure_existing`; the model's room's are `tasks.agents.proposing.lane` and `.plan`,
+    which also run an operator's `module:callable` drop-in named in `agents`."""
+
+    def __call__(self, work: Work) -> SearchOutcome | DiscoverPlan: ...
 
 
 def search(work: Work, deadline: Deadline | None = None) -> SearchOutcome:
@@ -90,16 +100,23 @@ def measure_existing(work: Work, deadline: Deadline | None = None) -> DiscoverPl
         deadline.cancel()
 
 
+def lane_proposer(work: Work) -> Proposer:
+    """Who answers a lane: the model's room where a model or a drop-in answers its role, else
+    the search."""
+    return model_room("lane") if by_model(work.role, work.agents) else search
+
+
+def plan_proposer(work: Work) -> Proposer:
+    """Who answers Discover: a drop-in for the planner where one is named, else the backends."""
+    return model_room("plan") if by_model("planner", work.agents) else measure_existing
+
+
 def propose_lane(work: Work) -> SearchOutcome:
-    if by_model(work.role, work.agents):
-        return model_room("lane")(work)
-    return search(work)
+    return lane_proposer(work)(work)
 
 
 def propose_plan(work: Work) -> DiscoverPlan:
-    if by_model("planner", work.agents):
-        return model_room("plan")(work)
-    return measure_existing(work)
+    return plan_proposer(work)(work)
 
 
 @dataclass(frozen=True, kw_only=True)
