@@ -1,9 +1,9 @@
 """The model's room seen from the lane engine and the flows: a role asked through `ask` (its
 prompt, Prefect task, timeout, retries and transcript), answering in the engine's terms, and
 the model's other steps of a bake-off (the author plan, the report's prose, the learned card,
-the operator's `agents` mapping checked). `tasks.engine.proposers.model_room` loads this module
-by name, only where a model is configured or the operator named a drop-in, so nothing without
-a model imports this room.
+the operator's `agents` mapping checked, an op spec written). `tasks.engine.model_room` loads
+this module by name, only where a model is configured or the operator named a drop-in, so
+nothing without a model imports this room.
 """
 
 from __future__ import annotations

@@ -5,8 +5,9 @@ deadline, the bounds) and answers with what it checked. Without a model the engi
 proposers answer: the search (tasks.engine.search_lane) for a lane, the backends' proposals
 (tasks.discover.plan) for Discover. Where a model is configured, or the operator names a
 `module:callable` drop-in for the role in the `agents` mapping, the model's room answers
-instead (tasks.agents.proposing, loaded by name here and nowhere else: a run without a model
-never imports the model's room). The reviewer is chosen the same way (`judge`).
+instead (tasks.agents.proposing, loaded by name through tasks/engine/model_room.py and
+nowhere else: a run without a model never imports the model's room). The reviewer is chosen
+the same way (`judge`).
 """
 
 from __future__ import annotations
