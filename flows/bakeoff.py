@@ -242,6 +242,15 @@ def bakeoff(request: BakeoffRequest, opened: Opened | None = None) -> Report:
     return final
 
 
+def author_plan(discovered, task_dir: str, run_dir: str, agents, say):
+    """Discover's outcome with op_benchmarker's author lanes where a model (or a drop-in)
+    answers it; as it is, said in one line, where none does (the model's room not loaded)."""
+    if not by_model("op_benchmarker", agents):
+        say("op_benchmarker: no model configured; the author lanes are Discover's plan")
+        return discovered
+    return model_room("plan_authors")(discovered, task_dir, run_dir, agents, say)
+
+
 def _opened_run(opened: Opened):
     """The bake-off of an opened run, up to its report: (the report, Discover's outcome)."""
     logger = get_run_logger()
@@ -274,13 +283,9 @@ def _opened_run(opened: Opened):
         if req.mode == "bakeoff":
             store.set_phase("discover")
             discovered = _discover(opened, frozen, warnings)
-            if discovered is not None and by_model("op_benchmarker", req.agents):
-                discovered = model_room("plan_authors")(  # the author plan a model makes
+            if discovered is not None:
+                discovered = author_plan(
                     discovered, frozen.task_dir, str(run_root), req.agents, logger.info
-                )
-            elif discovered is not None:
-                logger.info(
-                    "op_benchmarker: no model configured; the author lanes are Discover's plan"
                 )
             logger.info(phases.discover_line(discovered))
         specs, plan_warnings = resolve_lanes(

@@ -101,6 +101,15 @@ def with_box_warning(warnings: list[str] | None) -> list[str]:
     return [unsafe, *listed] if unsafe and unsafe not in listed else listed
 
 
+def prose_for(result: Report, agents, say) -> tuple[str, list[str]]:
+    """(prose, dropped sentences) from the reporter where a model (or a drop-in) answers it;
+    ("", []), said in one line, where none does (the model's room not loaded)."""
+    if not by_model("reporter", agents):
+        say("reporter: no model configured; the report has no prose")
+        return "", []
+    return model_room("report_prose")(result, agents, say)
+
+
 def _run_name() -> str:
     run, frozen = flow_run.parameters.get("run") or {}, flow_run.parameters.get("frozen") or {}
     mode = run.request.mode if isinstance(run, Opened) else (run.get("request") or {}).get("mode")
@@ -145,11 +154,7 @@ def report(
         measurement=measurement(task) | {"baseline_disagrees": disagreement(rows, task)},
     )
     try:
-        if by_model("reporter", agents):  # the reporter's prose, where a model answers it
-            prose, dropped = model_room("report_prose")(result, agents, logger.info)
-        else:
-            logger.info("reporter: no model configured; the report has no prose")
-            prose, dropped = "", []
+        prose, dropped = prose_for(result, agents, logger.info)
     except Exception as exc:  # the report stands without its prose; say so
         logger.warning(f"no prose: the reporter failed: {type(exc).__name__}: {exc}")
         prose, dropped = "", []

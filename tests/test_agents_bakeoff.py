@@ -134,8 +134,8 @@ def test_prose_figures_are_checked_against_the_table():
 
 
 def test_without_a_model_op_benchmarker_and_reporter_leave_things_as_they_were(tmp_path):
-    from tasks.agents.roles.op_benchmarker import plan_authors
-    from tasks.agents.roles.reporter import report_prose
+    from flows.bakeoff import author_plan as plan_authors
+    from flows.report import prose_for as report_prose
     from tasks.models.plan import DiscoverPlan, PlanEntry
     from tasks.models.run import DiscoverOutcome, Report
 

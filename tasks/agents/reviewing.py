@@ -1,5 +1,6 @@
-"""Asking the reviewer about the best candidates: shared by a lane (flows/lane.py) and by
-Discover (flows/discover.py), so neither flow reaches into the other."""
+"""Asking the reviewer (a model's, or a drop-in) about the best candidates: the engine's
+`judge` (tasks/engine/proposers.py) reaches it through the model's door, for a lane and for
+Discover alike."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from scripts.spec import OpSpec
 from tasks.agents import without_model
 from tasks.agents.conversation import answer_request
 from tasks.agents.outputs import AuthorPlan
-from tasks.agents.registry import Role, deterministic
+from tasks.agents.registry import Role
 from tasks.agents.request import RoleInputs
 from tasks.models.plan import DiscoverPlan, PlanEntry
 from tasks.models.run import DiscoverOutcome
@@ -56,16 +56,14 @@ def measured_rows(outcome: DiscoverOutcome) -> list[dict]:
 def plan_authors(
     outcome: DiscoverOutcome, task_dir: str, run_dir: str, agents: dict | None, say
 ) -> DiscoverOutcome:
-    """Discover's outcome with its author entries from op_benchmarker's AuthorPlan (where a
-    model answers it); unchanged, with one line said, where none does or it fails."""
+    """Discover's outcome with its author entries from op_benchmarker's AuthorPlan, which a
+    model (or a drop-in) answers: flows/bakeoff.py `author_plan` asks it only then, and says
+    the line without one. Unchanged, with one line said, where it fails."""
 
     # here: role_task imports the registry, which imports this module; the backends take 3 s
     from tasks.agents.role_task import RoleFailed, ask
     from tasks.backends import languages  # (the 3 s above)
 
-    if deterministic("op_benchmarker", agents):
-        say("op_benchmarker: no model configured; the author lanes are Discover's plan")
-        return outcome
     record_dir = Path(run_dir) / "discover" / "roles"
     kept = record_dir / "op_benchmarker.answer.json"
     spec = OpSpec.read(task_dir)

@@ -13,7 +13,7 @@ from pathlib import Path
 from tasks.agents import without_model
 from tasks.agents.conversation import answer_request
 from tasks.agents.outputs import ReportProse
-from tasks.agents.registry import Role, deterministic
+from tasks.agents.registry import Role
 from tasks.agents.request import RoleInputs
 from tasks.models.run import Report
 
@@ -75,15 +75,13 @@ def write_prose(request) -> ReportProse:
 
 
 def report_prose(report: Report, agents: dict | None, say) -> tuple[str, list[str]]:
-    """(prose, dropped sentences) for the report, or ("", []) without a model (one line said)."""
+    """(prose, dropped sentences) for the report, from the reporter a model (or a drop-in)
+    answers: flows/report.py `prose_for` asks it only then, and says the line without one."""
     from tasks.agents.role_task import (  # here: role_task imports the registry, which imports this module
         RoleFailed,
         ask,
     )
 
-    if deterministic("reporter", agents):
-        say("reporter: no model configured; the report has no prose")
-        return "", []
     table = table_text(report)
     try:
         answer = ask(
