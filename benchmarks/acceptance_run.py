@@ -168,7 +168,7 @@ def _median(lists) -> float | None:
 def candidate_cache(run_dir: Path, ref: dict, identity: str) -> Path:
     """The compiler cache a check of the run used (tasks/check/evaluate.py): the candidate's own, or
     for the frozen input checked as a candidate, the baseline's."""
-    from scripts.freeze import run_baseline_cache
+    from kernel_bakeoff.scripts.freeze import run_baseline_cache
 
     if ref.get("mode") == "baseline":
         return run_baseline_cache(run_dir / "task")
@@ -248,7 +248,7 @@ def corpus_samples(where: Path) -> dict:
 def floors_of(run_dir: Path) -> dict[str, dict]:
     """Per timed workload, the op's floor on this device and whether bytes set it (the report's
     roofline: tasks/check/roofline.py, flops and bytes from Discover's trace where the spec is silent)."""
-    from tasks.report.html import discover_context, load_run
+    from kernel_bakeoff.tasks.report.html import discover_context, load_run
 
     try:
         context = discover_context(*load_run(run_dir))
@@ -280,7 +280,7 @@ def peer_items(run_dir: Path, rows: list[dict]) -> list[str]:
     CUDA C++ baseline, whose build is most of a check, is not built again). A candidate with an
     environment of its own (a tuned library's settings) is left out: this process cannot give
     it one."""
-    from scripts.freeze import run_baseline_cache
+    from kernel_bakeoff.scripts.freeze import run_baseline_cache
 
     cache = run_baseline_cache(run_dir / "task")
     items = [f"baseline=baseline@{cache}"]
@@ -354,7 +354,15 @@ def ncu_kernel_ms(task: Path, kernel: str, timeout: float, dirty: bool = False) 
 def check_twice(task: Path, candidate: str, timeout: float) -> list[float]:
     medians = []
     for _ in range(2):
-        argv = [sys.executable, "-m", "flows.cli", "check", str(task), candidate, "--json"]
+        argv = [
+            sys.executable,
+            "-m",
+            "kernel_bakeoff.flows.cli",
+            "check",
+            str(task),
+            candidate,
+            "--json",
+        ]
         rc, out, _ = sh(argv, timeout)
         line = next((x for x in out.splitlines()[::-1] if x.startswith("{")), None)
         if line is None:
@@ -405,7 +413,7 @@ def bake_off(source: Path, name: str, out: Path, budget: int, timeout: float):
     """`bakeoff run SOURCE --mode bakeoff --json` through the CLI into out/runs/NAME; its exit,
     wall seconds and report (None unless it exited 0). Its output goes to out/NAME.log."""
     run_dir = out / "runs" / name
-    argv = [sys.executable, "-m", "flows.cli", "run", str(source)]
+    argv = [sys.executable, "-m", "kernel_bakeoff.flows.cli", "run", str(source)]
     argv += ["--mode", "bakeoff", "--json", "--run-dir", str(run_dir)]
     argv += ["--budget", str(budget)]
     rc, text, wall = sh(argv, timeout)

@@ -20,9 +20,8 @@ from functools import partial
 from pathlib import Path
 
 import torch
-
-from scripts.check import check
-from scripts.freeze import freeze, measure_baseline
+from kernel_bakeoff.scripts.check import check
+from kernel_bakeoff.scripts.freeze import freeze, measure_baseline
 
 ROOT = Path(__file__).resolve().parents[1]
 CANDIDATE = ROOT / "benchmarks" / "candidates" / "rmsnorm_compiled.py"

@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from scripts.errors import BadInput
+from kernel_bakeoff.scripts.errors import BadInput
 
 # Sizes above this become small: a check of a candidate under Triton's interpreter runs one
 # Python call per program, so a problem's 4096-wide dims would take minutes where 32-48 take
@@ -99,8 +99,8 @@ def _number(path: Path) -> tuple[int, str]:
 def _beyond_torch(ctx) -> tuple[list, list[str]]:
     """The candidates Discover's template and library backends propose here, and the libraries
     (available here or not) whose kernels cover a match."""
-    from tasks.backends import BACKENDS, triton_templates
-    from tasks.backends.library import Library
+    from kernel_bakeoff.tasks.backends import BACKENDS, triton_templates
+    from kernel_bakeoff.tasks.backends.library import Library
 
     cands = triton_templates.BACKEND.candidates(ctx)
     _, found, _ = triton_templates.matches(ctx)
@@ -117,9 +117,9 @@ def survey(
     level: int, path: Path, scratch: Path, check: bool, timeout_s: float, limit: int = SMALL
 ) -> dict:
     """One problem's row: what was traced, matched, proposed and (with `check`) passed."""
-    from scripts.freeze import freeze
-    from tasks.backends import triton_templates
-    from tasks.backends.base import BuildContext
+    from kernel_bakeoff.scripts.freeze import freeze
+    from kernel_bakeoff.tasks.backends import triton_templates
+    from kernel_bakeoff.tasks.backends.base import BuildContext
 
     row = {"level": level, "problem": path.stem, "calls": [], "matches": [], "notes": [],
            "candidates": [], "libraries": [], "passed": []}  # fmt: skip
@@ -142,7 +142,7 @@ def survey(
     for c in cands:
         entry = {"name": c.name, "origin": c.origin}
         if check:
-            from scripts.check import check as run_check
+            from kernel_bakeoff.scripts.check import check as run_check
 
             verdict = run_check(task, Path(c.path), quick=True, timeout_s=timeout_s, samples=1)
             entry["status"] = verdict.status.value

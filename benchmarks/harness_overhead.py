@@ -24,12 +24,11 @@ from functools import partial
 from pathlib import Path
 
 import torch
-
-from scripts import forkserver
-from scripts.arch import detect, flush_bytes
-from scripts.check import check
-from scripts.freeze import freeze, measure_baseline
-from scripts.timing import Clock, Flusher
+from kernel_bakeoff.scripts import forkserver
+from kernel_bakeoff.scripts.arch import detect, flush_bytes
+from kernel_bakeoff.scripts.check import check
+from kernel_bakeoff.scripts.freeze import freeze, measure_baseline
+from kernel_bakeoff.scripts.timing import Clock, Flusher
 
 KERNEL = """import torch
 

@@ -32,14 +32,23 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from tasks.check.gpu_pool import DevicePool, detect, overlapping
+from kernel_bakeoff.tasks.check.gpu_pool import DevicePool, detect, overlapping
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def bakeoff(problem: str, run_dir: Path, ids: list[str], mode: str, args) -> list:
     """The argv of one bake-off through the CLI (started by the caller)."""
-    argv = [sys.executable, "-m", "flows.cli", "run", problem, "--mode", "bakeoff", "--fresh"]
+    argv = [
+        sys.executable,
+        "-m",
+        "kernel_bakeoff.flows.cli",
+        "run",
+        problem,
+        "--mode",
+        "bakeoff",
+        "--fresh",
+    ]
     argv += ["--run-dir", str(run_dir), "--gpu-ids", ",".join(ids), "--gpu-mode", mode]
     argv += ["--budget", str(args.budget)]
     if args.backends:

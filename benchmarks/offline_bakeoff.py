@@ -20,15 +20,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
-
-from scripts.formats import module_for  # noqa: E402
-from scripts.freeze import freeze, load_task  # noqa: E402
-from tasks import backends  # noqa: E402
-from tasks.check import judgement  # noqa: E402
-from tasks.discover.plan import discover  # noqa: E402
-from tasks.engine.search_lane import run_search  # noqa: E402
-from tasks.models.plan import CandidateRef, CandidateResult  # noqa: E402
-from tasks.search.score import geomean_ms, workload_ms  # noqa: E402
+from kernel_bakeoff.scripts.formats import module_for  # noqa: E402
+from kernel_bakeoff.scripts.freeze import freeze, load_task  # noqa: E402
+from kernel_bakeoff.tasks import backends  # noqa: E402
+from kernel_bakeoff.tasks.check import judgement  # noqa: E402
+from kernel_bakeoff.tasks.discover.plan import discover  # noqa: E402
+from kernel_bakeoff.tasks.engine.search_lane import run_search  # noqa: E402
+from kernel_bakeoff.tasks.models.plan import CandidateRef, CandidateResult  # noqa: E402
+from kernel_bakeoff.tasks.search.score import geomean_ms, workload_ms  # noqa: E402
 
 PEERS = {
     "eager": ("torch-eager", "baseline"),
@@ -94,7 +93,7 @@ def traffic_bytes(task_dir: Path) -> dict[str, int]:
 
 
 def make_check_fn(task_dir: Path, workdir: Path, timeout_s: float):
-    from scripts.check import check
+    from kernel_bakeoff.scripts.check import check
 
     def check_fn(ref: CandidateRef) -> CandidateResult:
         t0 = time.monotonic()

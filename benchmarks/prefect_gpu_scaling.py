@@ -22,8 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from tasks.models.plan import DiscoverPlan, PlanEntry
-from tasks.models.run import SearchOutcome
+from kernel_bakeoff.tasks.models.plan import DiscoverPlan, PlanEntry
+from kernel_bakeoff.tasks.models.run import SearchOutcome
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL = ROOT / "examples" / "rmsnorm_torch"
@@ -79,9 +79,9 @@ AGENTS = {
 
 
 def run(devices: list[str] | None, cpu_slots: int | None, runs: Path, label: str) -> dict:
-    from flows.bakeoff import bakeoff
-    from flows.prefect_workarounds import subflows_without_heartbeats
-    from tasks.models.request import BakeoffRequest
+    from kernel_bakeoff.flows.bakeoff import bakeoff
+    from kernel_bakeoff.flows.prefect_workarounds import subflows_without_heartbeats
+    from kernel_bakeoff.tasks.models.request import BakeoffRequest
 
     run_dir = runs / "bench"
     for stale in run_dir.glob("lanes/*/roles/gpu_work.json"):
@@ -143,8 +143,8 @@ def main() -> None:
         ids = [x.strip() for x in args.gpu_ids.split(",")][:2]
         arms = [(ids[:1], None, f"GPU {ids[0]}"), (ids, None, f"GPUs {','.join(ids)}")]
     runs = Path(tempfile.mkdtemp(prefix="bench-runs-"))
-    from tasks.check.freezing import freeze_isolated
-    from tasks.models.run import PoolConfig
+    from kernel_bakeoff.tasks.check.freezing import freeze_isolated
+    from kernel_bakeoff.tasks.models.run import PoolConfig
 
     freeze_isolated(KERNEL, runs / "bench" / "task", PoolConfig(gpu_ids=arms[0][0]))
     results = [run(devices, slots, runs, label) for devices, slots, label in arms]

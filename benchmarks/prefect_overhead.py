@@ -20,8 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from tasks.models.plan import DiscoverPlan, PlanEntry
-from tasks.models.run import SearchOutcome
+from kernel_bakeoff.tasks.models.plan import DiscoverPlan, PlanEntry
+from kernel_bakeoff.tasks.models.run import SearchOutcome
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL = ROOT / "examples" / "rmsnorm_torch"
@@ -51,9 +51,9 @@ AGENTS = {
 
 
 def one(lanes: int, seconds: float, slots: int, runs: Path) -> dict:
-    from flows.bakeoff import bakeoff
-    from flows.prefect_workarounds import subflows_without_heartbeats
-    from tasks.models.request import BakeoffRequest
+    from kernel_bakeoff.flows.bakeoff import bakeoff
+    from kernel_bakeoff.flows.prefect_workarounds import subflows_without_heartbeats
+    from kernel_bakeoff.tasks.models.request import BakeoffRequest
 
     os.environ.update(BENCH_LANES=str(lanes), BENCH_SECONDS=str(seconds))
     run_dir = runs / "bench"  # one frozen task for every run: freezing is not what is measured
@@ -101,7 +101,7 @@ def main() -> None:
     runs = Path(tempfile.mkdtemp(prefix="bench-runs-"))
     rows = []
     t0 = time.perf_counter()
-    from tasks.check.freezing import freeze_isolated
+    from kernel_bakeoff.tasks.check.freezing import freeze_isolated
 
     freeze_isolated(KERNEL, runs / "bench" / "task")  # frozen once, outside the timed runs
     one(1, 0.0, 1, runs)  # warm: starts the embedded server, imports, first flow runs

@@ -19,12 +19,12 @@ import platform
 import tempfile
 from pathlib import Path
 
-from scripts.check import check
-from scripts.freeze import freeze
-from tasks.backends import torch_compile
-from tasks.backends.base import BuildContext
-from tasks.check.judgement import margin, review_candidates
-from tasks.models.plan import CandidateResult
+from kernel_bakeoff.scripts.check import check
+from kernel_bakeoff.scripts.freeze import freeze
+from kernel_bakeoff.tasks.backends import torch_compile
+from kernel_bakeoff.tasks.backends.base import BuildContext
+from kernel_bakeoff.tasks.check.judgement import margin, review_candidates
+from kernel_bakeoff.tasks.models.plan import CandidateResult
 
 ROOT = Path(__file__).resolve().parents[1]
 

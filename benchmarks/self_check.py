@@ -22,9 +22,8 @@ from functools import partial
 from pathlib import Path
 
 import torch
-
-from scripts.check import check
-from scripts.freeze import freeze, load_task, measure_baseline
+from kernel_bakeoff.scripts.check import check
+from kernel_bakeoff.scripts.freeze import freeze, load_task, measure_baseline
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ["rmsnorm_torch", "softmax_triton", "gemm_bias_gelu"]

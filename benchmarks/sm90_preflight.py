@@ -32,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tasks.backends.kernel_templates import SHARED_LIMIT  # an H100's 227 KB a block
+from kernel_bakeoff.tasks.backends.kernel_templates import SHARED_LIMIT  # an H100's 227 KB a block
 
 ROOT = Path(__file__).resolve().parents[1]
 ACCEPTANCE = ROOT / "benchmarks" / "acceptance"
@@ -44,13 +44,13 @@ CATEGORICAL = ("precision", "passes", "loop", "persistent")
 
 def proposals(path: Path):
     """(the traced entry's spec, sources, entry, templated matches, libraries, notes)."""
-    from scripts.formats import load_spec
-    from tasks.backends import BACKENDS
-    from tasks.backends.library import Library
-    from tasks.backends.match import find
-    from tasks.backends.source import torch_entry
-    from tasks.backends.trace import trace
-    from tasks.backends.triton_templates import templated
+    from kernel_bakeoff.scripts.formats import load_spec
+    from kernel_bakeoff.tasks.backends import BACKENDS
+    from kernel_bakeoff.tasks.backends.library import Library
+    from kernel_bakeoff.tasks.backends.match import find
+    from kernel_bakeoff.tasks.backends.source import torch_entry
+    from kernel_bakeoff.tasks.backends.trace import trace
+    from kernel_bakeoff.tasks.backends.triton_templates import templated
 
     spec, src = load_spec(path)
     entry = torch_entry(spec, src)
@@ -63,7 +63,7 @@ def configs(match) -> list[tuple[str, dict]]:
     """(label, config): the default, one-axis extremes, and per categorical value the valid
     config of most shared memory (kernel_templates.shared_bytes), then largest tile, then
     fewest warps: the worst case for shared memory and registers."""
-    from tasks.backends.kernel_templates import shared_bytes, space
+    from kernel_bakeoff.tasks.backends.kernel_templates import shared_bytes, space
 
     sp, default = space(match, "nvidia")
     out = [("default", default)]
@@ -97,7 +97,7 @@ def grid_configs(match, grid: dict[str, list[str]]) -> list[tuple[str, dict]]:
     match's default; a parameter the space does not have is refused."""
     import itertools
 
-    from tasks.backends.kernel_templates import space
+    from kernel_bakeoff.tasks.backends.kernel_templates import space
 
     sp, default = space(match, "nvidia")
     known = {p.name: p.values for p in sp.params}
@@ -123,12 +123,11 @@ def grid_configs(match, grid: dict[str, list[str]]) -> list[tuple[str, dict]]:
 def launches(spec, src: Path, entry: str, match, config: dict, scratch: Path) -> list:
     """The (kernel, args, kwargs) the config's impl.py launches on the problem's meta inputs."""
     import torch
+    from kernel_bakeoff.scripts.formats import module_for
+    from kernel_bakeoff.tasks.backends import op_route
+    from kernel_bakeoff.tasks.backends.kernel_templates import render_impl
+    from kernel_bakeoff.tasks.backends.trace import _meta_inputs
     from triton.runtime.jit import JITFunction
-
-    from scripts.formats import module_for
-    from tasks.backends import op_route
-    from tasks.backends.kernel_templates import render_impl
-    from tasks.backends.trace import _meta_inputs
 
     (scratch / "impl.py").write_text(render_impl(match, config))
     route = {"op": match.op, "epilogue": match.params.get("epilogue", [])}
@@ -154,9 +153,8 @@ def launches(spec, src: Path, entry: str, match, config: dict, scratch: Path) ->
 
 def compile_launch(kernel, args, kwargs):
     """cross_compile one captured launch for sm_90, typed as Triton types it at launch."""
+    from kernel_bakeoff.tasks.backends.triton_xc import cross_compile
     from triton.runtime.jit import mangle_type
-
-    from tasks.backends.triton_xc import cross_compile
 
     bound = dict(zip(kernel.arg_names, args))
     options = {k: v for k, v in kwargs.items() if k not in kernel.arg_names}
@@ -177,7 +175,7 @@ def _shown(label: str, config: dict) -> str:
 
 
 def survey(name: str, scratch: Path, grid: dict[str, list[str]] | None = None) -> list[dict]:
-    from tasks.backends.kernel_templates import shared_bytes
+    from kernel_bakeoff.tasks.backends.kernel_templates import shared_bytes
 
     path = Path(name) if name.endswith(".py") else ACCEPTANCE / f"{name}.py"
     spec, src, entry, found, libs, notes = proposals(path)

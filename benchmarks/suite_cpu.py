@@ -23,14 +23,14 @@ from pathlib import Path
 
 TICK = os.sysconf("SC_CLK_TCK")
 KINDS = (  # (kind, a fragment of the command line), first match wins
-    ("checks: warm servers and their forks", "scripts.forkserver"),
+    ("checks: warm servers and their forks", "kernel_bakeoff.scripts.forkserver"),
     ("pytest workers", "exec(eval(sys.stdin"),
     ("prefect server", "prefect.server"),
     ("prefect server", "uvicorn"),
     ("prefect worker", "worker start"),
-    ("bakeoff run / check / freeze CLI", "flows.cli"),
-    ("freeze and size probes", "scripts.freeze"),
-    ("freeze and size probes", "scripts.sizes"),
+    ("bakeoff run / check / freeze CLI", "kernel_bakeoff.flows.cli"),
+    ("freeze and size probes", "kernel_bakeoff.scripts.freeze"),
+    ("freeze and size probes", "kernel_bakeoff.scripts.sizes"),
     ("prefect CLI and flow runs", "prefect"),
     ("other python", "python"),
 )
@@ -91,7 +91,7 @@ def servers(processes: list[dict]) -> None:
     by_pid = {p["pid"]: p for p in processes}  # a reused pid: the last one seen
 
     def is_server(p: dict | None) -> bool:
-        return p is not None and "scripts.forkserver" in p["cmd"]
+        return p is not None and "kernel_bakeoff.scripts.forkserver" in p["cmd"]
 
     forks = [p for p in processes if is_server(p) and is_server(by_pid.get(p["ppid"]))]
     print(f"{sum(p['cpu_s'] for p in forks):8.1f} s  {len(forks):5d} processes  forks")

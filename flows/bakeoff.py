@@ -16,7 +16,7 @@ Its parameter is a `BakeoffRequest` (tasks/models/request.py), as a lane's is a 
 deployment run passes `{"request": {"kernel_path": ..., "mode": ...}}`, and the flow opens the
 run (validates, locks, freezes: flows/opening.py); `bakeoff run` opens it in its own process
 and hands the flow the `Opened` run as its second parameter. Run as
-`python -m flows.bakeoff KERNEL_PATH [MODE]`, or `bakeoff run` (flows/cli.py).
+`python -m kernel_bakeoff.flows.bakeoff KERNEL_PATH [MODE]`, or `bakeoff run` (flows/cli.py).
 """
 
 from __future__ import annotations
@@ -28,28 +28,31 @@ import threading
 import uuid
 from pathlib import Path
 
+from kernel_bakeoff.flows import phases
+from kernel_bakeoff.flows.discover import discover
+from kernel_bakeoff.flows.freeze import freeze
+from kernel_bakeoff.flows.lane import lane
+from kernel_bakeoff.flows.opening import Opened, check_opened, run_dir_of, validate
+from kernel_bakeoff.flows.prefect_workarounds import (
+    LaneStarts,
+    outlive_worker,
+    subflows_without_heartbeats,
+)
+from kernel_bakeoff.flows.report import publish, report
+from kernel_bakeoff.scripts.isolation import warning
+from kernel_bakeoff.tasks.apply.hook import apply_and_record
+from kernel_bakeoff.tasks.engine.lane import lane_store
+from kernel_bakeoff.tasks.engine.model_room import by_model, identity, model_room
+from kernel_bakeoff.tasks.models.progress import RunProgress
+from kernel_bakeoff.tasks.models.request import BakeoffRequest, parse_request, resolve_lanes
+from kernel_bakeoff.tasks.models.run import LaneConfig, LaneResult, Report
+from kernel_bakeoff.tasks.run.input_identity import Frozen, record_in
+from kernel_bakeoff.tasks.run.key import model_configured, take_key
+from kernel_bakeoff.tasks.run.lock import run_lock
+from kernel_bakeoff.tasks.run.settings import enter
+from kernel_bakeoff.tasks.run.store import RunStore, lane_cache_key, now
 from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
-
-from flows import phases
-from flows.discover import discover
-from flows.freeze import freeze
-from flows.lane import lane
-from flows.opening import Opened, check_opened, run_dir_of, validate
-from flows.prefect_workarounds import LaneStarts, outlive_worker, subflows_without_heartbeats
-from flows.report import publish, report
-from scripts.isolation import warning
-from tasks.apply.hook import apply_and_record
-from tasks.engine.lane import lane_store
-from tasks.engine.model_room import by_model, identity, model_room
-from tasks.models.progress import RunProgress
-from tasks.models.request import BakeoffRequest, parse_request, resolve_lanes
-from tasks.models.run import LaneConfig, LaneResult, Report
-from tasks.run.input_identity import Frozen, record_in
-from tasks.run.key import model_configured, take_key
-from tasks.run.lock import run_lock
-from tasks.run.settings import enter
-from tasks.run.store import RunStore, lane_cache_key, now
 
 MAX_LANES_AT_ONCE = 64  # lanes beyond the devices wait for a lease anyway
 

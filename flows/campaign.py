@@ -20,23 +20,29 @@ import json
 import os
 from pathlib import Path
 
+from kernel_bakeoff.flows.bakeoff import bakeoff
+from kernel_bakeoff.flows.freeze import freeze
+from kernel_bakeoff.flows.opening import Opened, check_opened, validate
+from kernel_bakeoff.flows.prefect_workarounds import subflows_without_heartbeats
+from kernel_bakeoff.scripts.frozen_task import FrozenTask
+from kernel_bakeoff.tasks.apply.hook import apply_and_record
+from kernel_bakeoff.tasks.campaign import (
+    Ledger,
+    RoundEntry,
+    archive_for,
+    improves,
+    note_for,
+    round_best,
+)
+from kernel_bakeoff.tasks.models.request import BakeoffRequest
+from kernel_bakeoff.tasks.models.run import Report
+from kernel_bakeoff.tasks.run.key import take_key
+from kernel_bakeoff.tasks.run.lock import run_lock
+from kernel_bakeoff.tasks.run.settings import enter
+from kernel_bakeoff.tasks.run.store import RunStore, default_run_dir
+from kernel_bakeoff.tasks.store.history import history_url
 from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
-
-from flows.bakeoff import bakeoff
-from flows.freeze import freeze
-from flows.opening import Opened, check_opened, validate
-from flows.prefect_workarounds import subflows_without_heartbeats
-from scripts.frozen_task import FrozenTask
-from tasks.apply.hook import apply_and_record
-from tasks.campaign import Ledger, RoundEntry, archive_for, improves, note_for, round_best
-from tasks.models.request import BakeoffRequest
-from tasks.models.run import Report
-from tasks.run.key import take_key
-from tasks.run.lock import run_lock
-from tasks.run.settings import enter
-from tasks.run.store import RunStore, default_run_dir
-from tasks.store.history import history_url
 
 
 def _run_name() -> str:

@@ -14,8 +14,8 @@ import sys
 import traceback
 from pathlib import Path
 
-from scripts.errors import BadInput, shown
-from tasks.run.key import take_key
+from kernel_bakeoff.scripts.errors import BadInput, shown
+from kernel_bakeoff.tasks.run.key import take_key
 
 
 def _prepare_device_env() -> None:
@@ -31,11 +31,13 @@ def _prepare_device_env() -> None:
 
 def cmd_freeze(args) -> int:
     # lazily, as every command here: a command loads only what it runs (no Prefect for freeze, check)
-    from scripts import sizes
-    from scripts.freeze import freeze, load_task
-    from scripts.manifest import verify
-    from tasks.engine.model_room import model_room  # a directory without a spec: the model's
-    from tasks.run.input_identity import needs_spec
+    from kernel_bakeoff.scripts import sizes
+    from kernel_bakeoff.scripts.freeze import freeze, load_task
+    from kernel_bakeoff.scripts.manifest import verify
+    from kernel_bakeoff.tasks.engine.model_room import (
+        model_room,  # a directory without a spec: the model's
+    )
+    from kernel_bakeoff.tasks.run.input_identity import needs_spec
 
     root = Path(args.out).resolve().parent if args.out else Path("runs")
     kernel_path, said = Path(args.kernel_path), ""
@@ -57,7 +59,7 @@ def cmd_freeze(args) -> int:
     degenerate = spec.degenerate.message if spec.degenerate else None
     if degenerate:
         print(f"bakeoff freeze: warning: {degenerate}", file=sys.stderr)
-    from tasks.check.standing import noisy_baseline  # lazily, as every command here
+    from kernel_bakeoff.tasks.check.standing import noisy_baseline  # lazily, as every command here
 
     noisy = noisy_baseline(task)
     if noisy:  # every speedup will divide by this figure: said at once, on stderr
@@ -85,10 +87,10 @@ def cmd_check(args) -> int:
     from functools import partial
 
     # lazily, as every command here: a command loads only what it runs (no Prefect for freeze, check)
-    from scripts.candidate_fit import refuse_unfit
-    from scripts.check import check
-    from scripts.freeze import load_task, measure_baseline
-    from tasks.check.standing import noisy_baseline
+    from kernel_bakeoff.scripts.candidate_fit import refuse_unfit
+    from kernel_bakeoff.scripts.check import check
+    from kernel_bakeoff.scripts.freeze import load_task, measure_baseline
+    from kernel_bakeoff.tasks.check.standing import noisy_baseline
 
     task, candidate = Path(args.task_dir), Path(args.candidate)
     if not task.exists():
@@ -121,10 +123,12 @@ def _frozen_for_check(kernel: Path, out: str | None, measure) -> Path:
     frozen from the same input: one oracle id, one denominator, whichever command froze it.
     Where it is, and whether it was frozen now, is said in one line on stderr."""
     # lazily, as every command here: a command loads only what it runs (no Prefect for freeze, check)
-    from scripts import manifest
-    from scripts.freeze import default_out, freeze
-    from scripts.untrusted import load_spec  # in the box; freeze's own call reuses its answer
-    from tasks.check.quiet_baseline import retime_while_noisy
+    from kernel_bakeoff.scripts import manifest
+    from kernel_bakeoff.scripts.freeze import default_out, freeze
+    from kernel_bakeoff.scripts.untrusted import (
+        load_spec,  # in the box; freeze's own call reuses its answer
+    )
+    from kernel_bakeoff.tasks.check.quiet_baseline import retime_while_noisy
 
     out = Path(out) if out else default_out(load_spec(kernel)[0])
     earlier = (out / "MANIFEST.json").is_file()
@@ -180,7 +184,7 @@ def _verdict_table(v) -> str:
 
 
 def cmd_list(args) -> int:
-    from scripts.formats import flashinfer  # lazily, as every command here
+    from kernel_bakeoff.scripts.formats import flashinfer  # lazily, as every command here
 
     ops = flashinfer.list_operators(Path(args.trace_set))
     if args.json:
@@ -211,8 +215,10 @@ def _csv(value: str | None) -> list[str] | None:
 
 
 def cmd_run(args) -> int:
-    from flows.live import run  # Prefect loads only after the request has been checked
-    from tasks.models.request import parse_request
+    from kernel_bakeoff.flows.live import (
+        run,  # Prefect loads only after the request has been checked
+    )
+    from kernel_bakeoff.tasks.models.request import parse_request
 
     request = parse_request(  # bad input: BadInput, one line naming the field
         {
@@ -238,13 +244,15 @@ def cmd_run(args) -> int:
 
 
 def cmd_history(args) -> int:
-    from tasks.store.cli import show  # lazily, as every command here
+    from kernel_bakeoff.tasks.store.cli import show  # lazily, as every command here
 
     return show(args.kernel, args.runs_root, args.db, args.json)
 
 
 def cmd_apply(args) -> int:
-    from tasks.apply.cli import apply_run  # lazily, as every command here (it loads git)
+    from kernel_bakeoff.tasks.apply.cli import (
+        apply_run,  # lazily, as every command here (it loads git)
+    )
 
     return apply_run(Path(args.run_dir), args.repo, args.branch, args.json)
 
@@ -368,7 +376,7 @@ def _stopped(command: str) -> int:
     with the process; what they finished is on disk, and the same command reuses it."""
     import signal
 
-    from scripts.sandbox import descendants  # lazily, as every command here
+    from kernel_bakeoff.scripts.sandbox import descendants  # lazily, as every command here
 
     print(f"\nbakeoff {command}: {STOPPED}", file=sys.stderr, flush=True)
     sys.stdout.flush()
@@ -387,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # here, not at the top: `import flows.cli` stays without pydantic (docs/layering.md),
         # which every command loads anyway
-        from tasks.run.settings import enter
+        from kernel_bakeoff.tasks.run.settings import enter
 
         enter()  # the BAKEOFF_* settings, read once: a bad value is one line, before any work
         return COMMANDS[args.command](args)

@@ -5,7 +5,7 @@ oracle_freezer role, here and nowhere else in the flows (tasks/agents/freezer.py
 op.toml goes beside a copy of the sources under `<specs_root>/specs/`, that copy is frozen, and
 the input is left as it was. Without a model the run fails with one line saying what is missing.
 
-Run as `python -m flows.freeze KERNEL_PATH OUT`.
+Run as `python -m kernel_bakeoff.flows.freeze KERNEL_PATH OUT`.
 """
 
 from __future__ import annotations
@@ -14,17 +14,16 @@ import sys
 from functools import partial
 from pathlib import Path
 
+from kernel_bakeoff.scripts.freeze import load_task
+from kernel_bakeoff.tasks.check.freezing import freeze_isolated
+from kernel_bakeoff.tasks.check.quiet_baseline import retime_while_noisy
+from kernel_bakeoff.tasks.engine.model_room import model_room
+from kernel_bakeoff.tasks.models.run import PoolConfig
+from kernel_bakeoff.tasks.run.input_identity import Frozen, SpecSource, needs_spec
+from kernel_bakeoff.tasks.run.key import take_key
+from kernel_bakeoff.tasks.run.settings import enter
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NONE
-
-from scripts.freeze import load_task
-from tasks.check.freezing import freeze_isolated
-from tasks.check.quiet_baseline import retime_while_noisy
-from tasks.engine.model_room import model_room
-from tasks.models.run import PoolConfig
-from tasks.run.input_identity import Frozen, SpecSource, needs_spec
-from tasks.run.key import take_key
-from tasks.run.settings import enter
 
 
 @task(name="write-op-spec", cache_policy=NONE)

@@ -8,7 +8,7 @@ and writes the lane's result. This flow gives it Prefect's logger and run name, 
 dying worker, and marks the flow run failed when the lane failed; it never raises past the
 dispatcher otherwise.
 
-Run alone as `python -m flows.lane CONFIG.json`; deployments run it per lane on GPU workers.
+Run alone as `python -m kernel_bakeoff.flows.lane CONFIG.json`; deployments run it per lane on GPU workers.
 """
 
 from __future__ import annotations
@@ -17,14 +17,13 @@ import json
 import sys
 from pathlib import Path
 
+from kernel_bakeoff.flows.prefect_workarounds import LaneStarts, outlive_worker
+from kernel_bakeoff.tasks.engine.lane import lane_store, run_lane
+from kernel_bakeoff.tasks.models.run import LaneConfig, LaneResult
+from kernel_bakeoff.tasks.run.key import take_key
+from kernel_bakeoff.tasks.run.settings import enter
 from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
-
-from flows.prefect_workarounds import LaneStarts, outlive_worker
-from tasks.engine.lane import lane_store, run_lane
-from tasks.models.run import LaneConfig, LaneResult
-from tasks.run.key import take_key
-from tasks.run.settings import enter
 
 
 class LaneFailed(Exception):

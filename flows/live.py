@@ -14,6 +14,25 @@ import threading
 import time
 from pathlib import Path
 
+from kernel_bakeoff.flows import phases
+from kernel_bakeoff.flows.opening import Opened, run_dir_of, validate
+from kernel_bakeoff.flows.prefect_workarounds import (
+    start_beside_freeze,
+    subflows_without_heartbeats,
+)
+from kernel_bakeoff.flows.run_table import lane_lines, ranking_table, short, winner_line
+from kernel_bakeoff.scripts.isolation import refusal, warning
+from kernel_bakeoff.tasks.check.freezing import freeze_isolated
+from kernel_bakeoff.tasks.check.gpu_pool import resolve
+from kernel_bakeoff.tasks.check.quiet_baseline import host_bound, retime_while_noisy, unfreeze
+from kernel_bakeoff.tasks.models.progress import LaneProgress
+from kernel_bakeoff.tasks.models.request import BakeoffRequest
+from kernel_bakeoff.tasks.models.run import Report
+from kernel_bakeoff.tasks.run.input_identity import Frozen, SpecSource, needs_spec, no_spec_here
+from kernel_bakeoff.tasks.run.key import model_configured
+from kernel_bakeoff.tasks.run.lock import run_lock
+from kernel_bakeoff.tasks.run.settings import enter
+from kernel_bakeoff.tasks.run.store import LaneStore, RunStore, write_json
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -23,23 +42,6 @@ from rich.progress import (
     TextColumn,
     TimeElapsedColumn,
 )
-
-from flows import phases
-from flows.opening import Opened, run_dir_of, validate
-from flows.prefect_workarounds import start_beside_freeze, subflows_without_heartbeats
-from flows.run_table import lane_lines, ranking_table, short, winner_line
-from scripts.isolation import refusal, warning
-from tasks.check.freezing import freeze_isolated
-from tasks.check.gpu_pool import resolve
-from tasks.check.quiet_baseline import host_bound, retime_while_noisy, unfreeze
-from tasks.models.progress import LaneProgress
-from tasks.models.request import BakeoffRequest
-from tasks.models.run import Report
-from tasks.run.input_identity import Frozen, SpecSource, needs_spec, no_spec_here
-from tasks.run.key import model_configured
-from tasks.run.lock import run_lock
-from tasks.run.settings import enter
-from tasks.run.store import LaneStore, RunStore, write_json
 
 POLL_S = 0.25
 TIMELINE = "cli_timeline.json"
@@ -171,7 +173,7 @@ def warm_fork_server(devices, on_cpu: bool = False) -> bool:
     (seconds, docs/studies/h200_figures.md) was the first check's time."""
     if devices.kind == "cpu" and not on_cpu:
         return False
-    from scripts.check import warm_up  # here: torch, on a GPU host only
+    from kernel_bakeoff.scripts.check import warm_up  # here: torch, on a GPU host only
 
     warm_up(devices.env_for(devices.ids[0]))
     return True
@@ -179,11 +181,15 @@ def warm_fork_server(devices, on_cpu: bool = False) -> bool:
 
 def _run_flow(opened: Opened, out: dict) -> None:
     try:  # the import too: a dependency missing on a host is the error to say, not a KeyError
-        from flows.bakeoff import bakeoff  # here: Prefect's flows, once the display is up
+        from kernel_bakeoff.flows.bakeoff import (
+            bakeoff,  # here: Prefect's flows, once the display is up
+        )
 
         with subflows_without_heartbeats():  # the embedded server lives and dies with us
             if opened.request.rounds > 1:
-                from flows.campaign import campaign  # here: as the bake-off's flow above
+                from kernel_bakeoff.flows.campaign import (
+                    campaign,  # here: as the bake-off's flow above
+                )
 
                 out["report"] = campaign(opened.request, opened=opened)
             else:
@@ -196,9 +202,9 @@ def _print_extras(console, report: Report, req: BakeoffRequest) -> None:
     """The campaign's ledger and the apply's outcome, when asked for (flows/campaign.py,
     tasks/apply/)."""
     # here: the apply's modules load git, which a run without --apply never needs
-    from tasks.apply.cli import describe
-    from tasks.apply.hook import RESULT
-    from tasks.apply.winner import ApplyResult
+    from kernel_bakeoff.tasks.apply.cli import describe
+    from kernel_bakeoff.tasks.apply.hook import RESULT
+    from kernel_bakeoff.tasks.apply.winner import ApplyResult
 
     if req.rounds > 1:
         console.print(f"campaign ledger: {Path(req.run_dir or report.run_dir).parent.parent}")
@@ -303,7 +309,9 @@ def _run_locked(
         marks["quiet"] = time.time()
     marks["server"] = time.time()
     if req.agents:  # the operator's drop-ins: the model's room checks them (first Prefect import)
-        from tasks.engine.model_room import model_room  # here: the request is good by now
+        from kernel_bakeoff.tasks.engine.model_room import (
+            model_room,  # here: the request is good by now
+        )
 
         model_room("check_agents")(req.agents)
     # the run handed to the flow as opened here: it neither validates, locks nor freezes again

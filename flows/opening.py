@@ -14,16 +14,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from kernel_bakeoff.scripts.arch import cpu_llc_bytes
+from kernel_bakeoff.scripts.check import default_samples
+from kernel_bakeoff.scripts.errors import BadInput
+from kernel_bakeoff.tasks.check.gpu_pool import resolve
+from kernel_bakeoff.tasks.models.request import BakeoffRequest
+from kernel_bakeoff.tasks.run.input_identity import Frozen
+from kernel_bakeoff.tasks.run.lock import held_here
+from kernel_bakeoff.tasks.run.store import default_run_dir
 from pydantic import BaseModel
-
-from scripts.arch import cpu_llc_bytes
-from scripts.check import default_samples
-from scripts.errors import BadInput
-from tasks.check.gpu_pool import resolve
-from tasks.models.request import BakeoffRequest
-from tasks.run.input_identity import Frozen
-from tasks.run.lock import held_here
-from tasks.run.store import default_run_dir
 
 
 class Opened(BaseModel):
@@ -61,7 +60,9 @@ def check_opened(opened: Opened) -> Opened:
 
 
 def _languages() -> list[str]:
-    from tasks.backends import languages  # here: 3 s of imports `bakeoff run --help` skips
+    from kernel_bakeoff.tasks.backends import (
+        languages,  # here: 3 s of imports `bakeoff run --help` skips
+    )
 
     return [lang.lower() for lang in languages()]
 

@@ -3,10 +3,10 @@ so `prefect deployment run ... --watch` and the UI's log say how each phase ende
 
 from __future__ import annotations
 
-from scripts.verdict import Status
-from tasks.discover.table import matched_line
-from tasks.models.progress import RunProgress
-from tasks.models.run import DiscoverOutcome, LaneResult, Report
+from kernel_bakeoff.scripts.verdict import Status
+from kernel_bakeoff.tasks.discover.table import matched_line
+from kernel_bakeoff.tasks.models.progress import RunProgress
+from kernel_bakeoff.tasks.models.run import DiscoverOutcome, LaneResult, Report
 
 
 def _best(candidates) -> str:

@@ -12,7 +12,7 @@ One kernel failing never stops the others. The summary (markdown, with each kern
 goes to runs_root/<date>/summary.md and to an artifact; the flow run ends Failed when any
 kernel regressed.
 
-Run as `python -m flows.regression [SUITE]`; deployed as regression/nightly on a cron schedule.
+Run as `python -m kernel_bakeoff.flows.regression [SUITE]`; deployed as regression/nightly on a cron schedule.
 """
 
 from __future__ import annotations
@@ -24,25 +24,24 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
+from kernel_bakeoff.flows.bakeoff import bakeoff
+from kernel_bakeoff.flows.prefect_workarounds import outlive_worker, subflows_without_heartbeats
+from kernel_bakeoff.scripts.check import check
+from kernel_bakeoff.scripts.errors import BadInput
+from kernel_bakeoff.scripts.verdict import Verdict
+from kernel_bakeoff.tasks.check.gpu_pool import DevicePool
+from kernel_bakeoff.tasks.models.request import BakeoffRequest
+from kernel_bakeoff.tasks.models.run import PoolConfig
+from kernel_bakeoff.tasks.report.render import render
+from kernel_bakeoff.tasks.run.key import take_key
+from kernel_bakeoff.tasks.run.settings import enter
+from kernel_bakeoff.tasks.run.store import write_json
+from kernel_bakeoff.tasks.store import history
+from kernel_bakeoff.tasks.store.trend import compare, trend
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NONE
 from prefect.states import Completed, Failed
-
-from flows.bakeoff import bakeoff
-from flows.prefect_workarounds import outlive_worker, subflows_without_heartbeats
-from scripts.check import check
-from scripts.errors import BadInput
-from scripts.verdict import Verdict
-from tasks.check.gpu_pool import DevicePool
-from tasks.models.request import BakeoffRequest
-from tasks.models.run import PoolConfig
-from tasks.report.render import render
-from tasks.run.key import take_key
-from tasks.run.settings import enter
-from tasks.run.store import write_json
-from tasks.store import history
-from tasks.store.trend import compare, trend
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL_KEYS = {"path", "mode", "budget", "backends", "target_language", "full_bakeoff"}
@@ -84,7 +83,7 @@ def retime(task_dir: str, path: str, env: dict, pool: PoolConfig, samples: int |
 
 
 def _kernel_name(kernel_path: str) -> str:
-    from scripts.untrusted import load_spec  # it imports the kernel: in the box
+    from kernel_bakeoff.scripts.untrusted import load_spec  # it imports the kernel: in the box
 
     return load_spec(Path(kernel_path))[0].name
 

@@ -11,6 +11,21 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from kernel_bakeoff.flows.opening import Opened
+from kernel_bakeoff.scripts.frozen_task import FrozenTask, spec_and_baseline
+from kernel_bakeoff.scripts.isolation import warning
+from kernel_bakeoff.tasks.check.standing import baseline_stats
+from kernel_bakeoff.tasks.engine.model_room import by_model, model_room
+from kernel_bakeoff.tasks.models.run import DiscoverOutcome, LaneResult, Report, Standing
+from kernel_bakeoff.tasks.report import html as report_html
+from kernel_bakeoff.tasks.report.baseline_agreement import disagreement
+from kernel_bakeoff.tasks.report.ranking import measurement, rank
+from kernel_bakeoff.tasks.report.render import render
+from kernel_bakeoff.tasks.run.input_identity import Frozen
+from kernel_bakeoff.tasks.run.key import take_key
+from kernel_bakeoff.tasks.run.settings import enter
+from kernel_bakeoff.tasks.run.store import write_json
+from kernel_bakeoff.tasks.store import history
 from prefect import flow, get_run_logger
 from prefect.artifacts import (
     create_link_artifact,
@@ -18,22 +33,6 @@ from prefect.artifacts import (
     create_table_artifact,
 )
 from prefect.runtime import flow_run
-
-from flows.opening import Opened
-from scripts.frozen_task import FrozenTask, spec_and_baseline
-from scripts.isolation import warning
-from tasks.check.standing import baseline_stats
-from tasks.engine.model_room import by_model, model_room
-from tasks.models.run import DiscoverOutcome, LaneResult, Report, Standing
-from tasks.report import html as report_html
-from tasks.report.baseline_agreement import disagreement
-from tasks.report.ranking import measurement, rank
-from tasks.report.render import render
-from tasks.run.input_identity import Frozen
-from tasks.run.key import take_key
-from tasks.run.settings import enter
-from tasks.run.store import write_json
-from tasks.store import history
 
 
 def artifact_key(kernel: str, what: str, scope: str = "") -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from scripts.errors import BadInput
+from kernel_bakeoff.scripts.errors import BadInput
 
 # Last-level cache beyond what the driver reports as L2 (AMD's Infinity Cache / MALL).
 _INFINITY_CACHE_BYTES = {"gfx942": 256 << 20, "gfx950": 256 << 20, "gfx90a": 0}

@@ -31,7 +31,7 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from scripts.errors import BadInput
+from kernel_bakeoff.scripts.errors import BadInput
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BOX_UID = 65534  # nobody/nogroup: what untrusted code runs as when the orchestrator is root

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scripts.errors import BadInput
+from kernel_bakeoff.scripts.errors import BadInput
 
 
 def unfit(candidate: Path, problem: Path, why: str) -> BadInput:
@@ -16,8 +16,8 @@ def fit_step(problem: str, candidate: str, shown_problem: str, shown_candidate: 
     """In the box: import the problem and the candidate, and bind `ModelNew`'s constructor to
     the problem's `get_init_inputs()` (nothing is built or run)."""
     # torch, which both bring: only this boxed step needs them, not scripts.untrusted
-    from scripts.formats import kernelbench
-    from scripts.program import import_file
+    from kernel_bakeoff.scripts.formats import kernelbench
+    from kernel_bakeoff.scripts.program import import_file
 
     where, shown = Path(shown_candidate), Path(shown_problem)
     init = kernelbench._init_inputs(import_file(Path(problem), shown_problem), shown_problem)

@@ -18,10 +18,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from scripts import manifest, untrusted
-from scripts.candidate_build import unfit as _unfit
-from scripts.formats import detect_format
-from scripts.program import top_level_names
+from kernel_bakeoff.scripts import manifest, untrusted
+from kernel_bakeoff.scripts.candidate_build import unfit as _unfit
+from kernel_bakeoff.scripts.formats import detect_format
+from kernel_bakeoff.scripts.program import top_level_names
 
 MANIFEST = "MANIFEST.json"
 

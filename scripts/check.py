@@ -1,7 +1,7 @@
 """check: the verdict on one candidate against a frozen task directory.
 
 The orchestrator side of the harness seam: it writes a JSON request, runs the trusted judge
-(`python -m scripts.judge`) as a subprocess under a deadline with credentials removed from its
+(`python -m kernel_bakeoff.scripts.judge`) as a subprocess under a deadline with credentials removed from its
 environment, and validates the JSON verdict it writes. A bad candidate is a verdict, never an
 exception; an unusable task directory or a missing candidate is `BadInput`.
 """
@@ -19,13 +19,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from kernel_bakeoff.scripts import box, forkserver, isolation, manifest, protocol, sandbox
+from kernel_bakeoff.scripts.arch import cpu_llc_bytes
+from kernel_bakeoff.scripts.errors import BadInput
+from kernel_bakeoff.scripts.judge import CHILD_PGID, HARNESS_DIR, TEST_COMPILE_CACHE_VAR
+from kernel_bakeoff.scripts.verdict import Status, Verdict
 from pydantic import ValidationError
-
-from scripts import box, forkserver, isolation, manifest, protocol, sandbox
-from scripts.arch import cpu_llc_bytes
-from scripts.errors import BadInput
-from scripts.judge import CHILD_PGID, HARNESS_DIR, TEST_COMPILE_CACHE_VAR
-from scripts.verdict import Status, Verdict
 
 _HARNESS_AT_IMPORT = manifest.build(HARNESS_DIR)
 _FIRST_SEEN: dict[str, str] = {}  # task directory -> sha256 of its MANIFEST.json, this process
@@ -276,7 +275,9 @@ def _start_judge(
     imported the compiler too; the freeze's check of the baseline from one that has not (it
     shares the server of the freeze's other sandboxed steps, which compile nothing)."""
     compiler = not request.freezing
-    return forkserver.run_module("scripts.judge", argv, compiler=compiler, warm=warm, **how)
+    return forkserver.run_module(
+        "kernel_bakeoff.scripts.judge", argv, compiler=compiler, warm=warm, **how
+    )
 
 
 def _kill_candidate_group(workdir: Path) -> None:
@@ -285,7 +286,10 @@ def _kill_candidate_group(workdir: Path) -> None:
     try:
         pgid = int((workdir / CHILD_PGID).read_text())
         leader = Path(f"/proc/{pgid}/cmdline").read_bytes().split(b"\0")
-        started_as = {b"scripts.child", b"scripts.forkserver"}  # forked ones keep the server's
+        started_as = {
+            b"kernel_bakeoff.scripts.child",
+            b"kernel_bakeoff.scripts.forkserver",
+        }  # forked ones keep the server's
         if (
             pgid > 1
             and pgid != os.getpgrp()

@@ -1,6 +1,6 @@
 """The candidate's process: load it, call it on fresh inputs, time it, write down what it returned.
 
-Run by the judge as `python -m scripts.child CHILD.json MARKER_FD DEAL_FD` in its own session, scratch
+Run by the judge as `python -m kernel_bakeoff.scripts.child CHILD.json MARKER_FD DEAL_FD` in its own session, scratch
 directory and scrubbed environment. It holds no secrets and no reference answer; the judge trusts
 none of what it writes (see scripts/protocol.py). The timing functions and the harness's own
 functions are captured before the candidate is imported; replacing any of them afterwards is
@@ -22,6 +22,7 @@ _NOW_NS = time.perf_counter_ns  # captured before any candidate code runs
 ROTATE = 2  # timed calls cycle through this many sets of input buffers
 WARM_CLOCKS_S = 0.1  # GPU clocks ramp up from idle; the first samples must not see them low
 WARM_CLOCKS_MAX_CALLS = 10_000
+HARNESS = "kernel_bakeoff.scripts"  # the harness's package: its functions must not be replaced
 OOM_WORDS = ("out of memory", "can't allocate memory", "cannot allocate memory")
 _WRITE = os.write
 _READ = os.read
@@ -30,15 +31,23 @@ _REPLACE = os.replace
 import faulthandler  # noqa: E402
 
 import torch  # noqa: E402  (after the captures above)
-
-from scripts import compare, launches, protocol, sandbox, settle, stream_audit, tensorfile, timing  # noqa: E402
-from scripts.arch import detect, flush_bytes  # noqa: E402
-from scripts.fingerprint import device_kind  # noqa: E402
-from scripts.formats import module_for  # noqa: E402
-from scripts.reference import values_only  # noqa: E402
-from scripts.smclock import SmClock  # noqa: E402
-from scripts.torch_work import Tally  # noqa: E402
-from scripts.verdict import Status  # noqa: E402
+from kernel_bakeoff.scripts import (  # noqa: E402
+    compare,
+    launches,
+    protocol,
+    sandbox,
+    settle,
+    stream_audit,
+    tensorfile,
+    timing,
+)
+from kernel_bakeoff.scripts.arch import detect, flush_bytes  # noqa: E402
+from kernel_bakeoff.scripts.fingerprint import device_kind  # noqa: E402
+from kernel_bakeoff.scripts.formats import module_for  # noqa: E402
+from kernel_bakeoff.scripts.reference import values_only  # noqa: E402
+from kernel_bakeoff.scripts.smclock import SmClock  # noqa: E402
+from kernel_bakeoff.scripts.torch_work import Tally  # noqa: E402
+from kernel_bakeoff.scripts.verdict import Status  # noqa: E402
 
 
 class Results:
@@ -96,7 +105,7 @@ class Guard:
                 for n in ("__enter__", "__exit__")
             ]
         for modname, module in list(sys.modules.items()):
-            if modname == "__main__" or modname == "scripts" or modname.startswith("scripts."):
+            if modname in ("__main__", HARNESS) or modname.startswith(HARNESS + "."):
                 items += self._module_items(modname, module)
         self._items = [
             (label, owner, name, *self._identity(owner, name)) for label, owner, name in items

@@ -5,7 +5,7 @@ from __future__ import annotations
 import platform
 from pathlib import Path
 
-from scripts import arch as arch_mod
+from kernel_bakeoff.scripts import arch as arch_mod
 
 # torch is imported where it is used, not when `bakeoff run` imports this module. (Its first
 # line still waits for torch: the device pool asks torch for the GPUs before it.)

@@ -31,7 +31,7 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 
-from scripts import sandbox
+from kernel_bakeoff.scripts import sandbox
 
 MAX_SERVERS = 8  # judge environments kept warm (one per GPU of an 8-GPU host); oldest go first
 START_TIMEOUT_S = 120.0  # importing torch (and the compiler) on a cold disk
@@ -43,12 +43,11 @@ def preload(compiler: bool = False) -> bool:
     """What every judge and candidate imports, short of touching a device (which would make the
     forks' device contexts unusable); with `compiler`, Dynamo and Inductor too where that can
     be done without touching it. True if the compiler was imported."""
+    import kernel_bakeoff.scripts.child  # noqa: F401
+    import kernel_bakeoff.scripts.judge  # noqa: F401
+    import kernel_bakeoff.scripts.reference  # noqa: F401
+    import kernel_bakeoff.scripts.verify  # noqa: F401
     import torch  # noqa: F401
-
-    import scripts.child  # noqa: F401
-    import scripts.judge  # noqa: F401
-    import scripts.reference  # noqa: F401
-    import scripts.verify  # noqa: F401
 
     try:
         import triton.language  # noqa: F401
@@ -135,7 +134,9 @@ def serve(stdin_fd: int = 0, stdout_fd: int = 1, compiler: bool = False) -> int:
     imported = preload(compiler)
     _state["device_ok"] = forks_can_use_device()
     if imported and not _state["device_ok"]:  # the compiler's import touched the device after
-        os.execv(sys.executable, [sys.executable, "-m", "scripts.forkserver"])  # all: without it
+        os.execv(
+            sys.executable, [sys.executable, "-m", "kernel_bakeoff.scripts.forkserver"]
+        )  # all: without it
     answer = os.fdopen(stdout_fd, "w", buffering=1)
     running: dict[int, int] = {}  # pid -> request id
     pending = b""
@@ -190,7 +191,7 @@ class Server:
                 sys.executable,
                 "-P",
                 "-m",
-                "scripts.forkserver",
+                "kernel_bakeoff.scripts.forkserver",
                 *(["--compiler"] if compiler else []),
             ],
             env=env,

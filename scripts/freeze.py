@@ -13,7 +13,7 @@ Frozen into a run directory (`RUN/task`, as `bakeoff run` does), the baseline's 
 their caches beside it, in `RUN/compile-cache/<baseline_cache_key>/`: the freeze's own build of
 a CUDA C++, Triton or torch.compile baseline is the one every check of the run then loads.
 
-    python -m scripts.freeze KERNEL_PATH OUT ANSWER.json      (a freeze in a process of its own)
+    python -m kernel_bakeoff.scripts.freeze KERNEL_PATH OUT ANSWER.json      (a freeze in a process of its own)
 """
 
 from __future__ import annotations
@@ -24,17 +24,17 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from scripts import manifest, sizes, untrusted
-from scripts.baseline import FrozenBaseline
-from scripts.check import judge_baseline
-from scripts.errors import BadInput
-from scripts.fingerprint import device_kind, fingerprint
-from scripts.formats import module_for
-from scripts.frozen_task import FrozenTask
-from scripts.safe_paths import refuse_links
-from scripts.spec import OpSpec
-from scripts.untrusted import load_spec  # imports the input in the sandbox, not here
-from scripts.verdict import Status
+from kernel_bakeoff.scripts import manifest, sizes, untrusted
+from kernel_bakeoff.scripts.baseline import FrozenBaseline
+from kernel_bakeoff.scripts.check import judge_baseline
+from kernel_bakeoff.scripts.errors import BadInput
+from kernel_bakeoff.scripts.fingerprint import device_kind, fingerprint
+from kernel_bakeoff.scripts.formats import module_for
+from kernel_bakeoff.scripts.frozen_task import FrozenTask
+from kernel_bakeoff.scripts.safe_paths import refuse_links
+from kernel_bakeoff.scripts.spec import OpSpec
+from kernel_bakeoff.scripts.untrusted import load_spec  # imports the input in the sandbox, not here
+from kernel_bakeoff.scripts.verdict import Status
 
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".git")
 RUN_TASK = "task"  # a task directory of this name sits in a run directory (runs/<op>-<hash>/)
@@ -192,7 +192,7 @@ def _remove(path: Path) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """`python -m scripts.freeze KERNEL_PATH OUT ANSWER.json`: `freeze` in a process of its own
+    """`python -m kernel_bakeoff.scripts.freeze KERNEL_PATH OUT ANSWER.json`: `freeze` in a process of its own
     (tasks/check/freezing.py starts it on a leased device). Bad input is an answer, `{"bad_input":
     [where, what]}`, beside `{"ok": task_dir}`; any other failure is the process's exit status."""
     import os

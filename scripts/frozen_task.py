@@ -6,12 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kernel_bakeoff.scripts import manifest
+from kernel_bakeoff.scripts.baseline import FrozenBaseline
+from kernel_bakeoff.scripts.errors import BadInput
+from kernel_bakeoff.scripts.spec import OpSpec
 from pydantic import BaseModel, ConfigDict
-
-from scripts import manifest
-from scripts.baseline import FrozenBaseline
-from scripts.errors import BadInput
-from scripts.spec import OpSpec
 
 
 class FrozenTask(BaseModel):

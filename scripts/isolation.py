@@ -297,7 +297,7 @@ def _prepare_host(plan: dict) -> None:
 def _relay_module():
     try:
         # here: this file also runs bare (`wrap`: -I -S), where `scripts` is not importable
-        from scripts import box_relay
+        from kernel_bakeoff.scripts import box_relay
     except ImportError:  # run as a script (`wrap`): its directory is not on sys.path
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import box_relay  # type: ignore[no-redef]
@@ -325,7 +325,7 @@ def enter(plan: dict | None = None) -> str | None:
         return "BAKEOFF_ISOLATION=none"
     if plan is None:  # nothing of the host writable
         # here: this file also runs bare (`wrap`: -I -S), where `scripts` is not importable
-        from scripts import box
+        from kernel_bakeoff.scripts import box
 
         plan = box.plan(cwd=os.getcwd())
     root = os.geteuid() == 0
@@ -458,7 +458,7 @@ def probe(plan: dict | None = None) -> str | None:
 
 def _probe_plan() -> dict:
     # here: this file also runs bare (`wrap`: -I -S), where `scripts` is not importable
-    from scripts import box
+    from kernel_bakeoff.scripts import box
 
     return box.plan(cwd="/")
 
@@ -484,7 +484,7 @@ def wrap(argv: list[str], env, plan: dict | None = None) -> list[str]:
         return argv
     if plan is None:  # nothing of the host writable
         # here: this file also runs bare (`wrap`: -I -S), where `scripts` is not importable
-        from scripts import box
+        from kernel_bakeoff.scripts import box
 
         plan = box.plan(cwd=os.getcwd())
     here = os.path.abspath(__file__)

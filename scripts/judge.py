@@ -1,4 +1,4 @@
-"""The judge: one trusted process per check, `python -m scripts.judge REQUEST.json VERDICT.json`.
+"""The judge: one trusted process per check, `python -m kernel_bakeoff.scripts.judge REQUEST.json VERDICT.json`.
 
 It draws fresh seeds, runs the candidate in a child process (`scripts.child`) in its own session,
 scratch directory and scrubbed environment under a deadline, kills the child and everything it
@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from scripts import (
+from kernel_bakeoff.scripts import (
     arch,
     box,
     isolation,
@@ -36,12 +36,12 @@ from scripts import (
     sandbox,
     untrusted_file,
 )
-from scripts.baseline import BaselineWorkload, FrozenBaseline
-from scripts.errors import BadInput
-from scripts.fingerprint import device_kind
-from scripts.spec import OpSpec
-from scripts.timing import wall_problem
-from scripts.verdict import Status, TorchWork, Verdict, WorkloadVerdict, geomean
+from kernel_bakeoff.scripts.baseline import BaselineWorkload, FrozenBaseline
+from kernel_bakeoff.scripts.errors import BadInput
+from kernel_bakeoff.scripts.fingerprint import device_kind
+from kernel_bakeoff.scripts.spec import OpSpec
+from kernel_bakeoff.scripts.timing import wall_problem
+from kernel_bakeoff.scripts.verdict import Status, TorchWork, Verdict, WorkloadVerdict, geomean
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 HARNESS_DIR = Path(__file__).resolve().parent
@@ -291,7 +291,7 @@ class Judge:
         """Whether any workload of the baseline's run beside the candidate moved from its
         frozen figure beyond both spreads (a run that failed is judged later, not here)."""
         # torch, through scripts.compare: the judge imports it while the candidate runs (_preload)
-        from scripts.verify import drifted
+        from kernel_bakeoff.scripts.verify import drifted
 
         for i, wl in enumerate(self.spec.workloads):
             record = _beside(beside, i)
@@ -357,7 +357,7 @@ class Judge:
         env = self.req.candidate_env if candidate else {}
         cache = self.req.cache_dir if candidate else self.req.baseline_cache_dir
         child = sandbox.Child(
-            [sys.executable, "-m", "scripts.child", str(scratch / "child.json")],
+            [sys.executable, "-m", "kernel_bakeoff.scripts.child", str(scratch / "child.json")],
             env=child_env(scratch, env, cache),
             cwd=scratch / "work",
             log_path=scratch / "output.log",
@@ -383,7 +383,7 @@ class Judge:
         nor judged a run yet.
         A candidate whose environment sets what torch, Triton or their runtimes may have read
         on import (`READ_AT_IMPORT`) starts fresh instead."""
-        if "scripts.child" not in sys.modules or self.judged:
+        if "kernel_bakeoff.scripts.child" not in sys.modules or self.judged:
             return False
         import torch
 
@@ -445,8 +445,8 @@ class Judge:
         """`beside`: the frozen baseline's timing-only run in this check (None: compare with
         the figure taken at freeze)."""
         # torch, through scripts.compare: the judge imports it while the candidate runs (_preload)
-        from scripts.reference import Reference, private_caches
-        from scripts.verify import verify_workload
+        from kernel_bakeoff.scripts.reference import Reference, private_caches
+        from kernel_bakeoff.scripts.verify import verify_workload
 
         names = [wl.name for wl in self.spec.workloads]
         if isinstance(results.hello, str) or isinstance(results.fatal, str):
@@ -567,11 +567,10 @@ def _beside(beside: Results, index: int) -> protocol.ChildWorkload | str:
 def _preload() -> None:
     """Imports made while the candidate runs. Not the device context: creating one on the
     candidate's device while it is being timed would disturb its samples."""
+    import kernel_bakeoff.scripts.compare  # noqa: F401
+    import kernel_bakeoff.scripts.formats  # noqa: F401
+    import kernel_bakeoff.scripts.reference  # noqa: F401
     import torch  # noqa: F401
-
-    import scripts.compare  # noqa: F401
-    import scripts.formats  # noqa: F401
-    import scripts.reference  # noqa: F401
 
     try:
         import triton.language  # noqa: F401

@@ -8,7 +8,7 @@ import os
 import stat
 from pathlib import Path
 
-from scripts.errors import BadInput
+from kernel_bakeoff.scripts.errors import BadInput
 
 MANIFEST = "MANIFEST.json"
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scripts.errors import BadInput
-from scripts.spec import OpSpec
+from kernel_bakeoff.scripts.errors import BadInput
+from kernel_bakeoff.scripts.spec import OpSpec
 
 SEEDS = (101, 202, 303, 404)  # draws the checks' fresh seeds stand for
 SCALE, SHIFT = 8.0, 1.0  # the other draws: floating inputs scaled, and shifted
@@ -27,7 +27,7 @@ SCALE, SHIFT = 8.0, 1.0  # the other draws: floating inputs scaled, and shifted
 def _moved(a, b, tol: float) -> float:
     """How far apart two outputs are, in tolerances (inf for a tolerance of 0 and any change)."""
     # torch, through scripts.compare: imported as a probe runs, like torch here
-    from scripts import compare
+    from kernel_bakeoff.scripts import compare
 
     if a.shape != b.shape or a.dtype != b.dtype:
         return float("inf")
@@ -37,7 +37,7 @@ def _moved(a, b, tol: float) -> float:
 
 def _passes(fake, ref, tol: float) -> bool:
     # torch, through scripts.compare: imported as a probe runs, like torch here
-    from scripts import compare
+    from kernel_bakeoff.scripts import compare
 
     if fake.shape != ref.shape:
         return False
@@ -61,7 +61,7 @@ def probe_workload(reference, spec: OpSpec, wl) -> dict:
     import torch
 
     # torch, through scripts.compare: imported as a probe runs, like torch here
-    from scripts import compare
+    from kernel_bakeoff.scripts import compare
 
     draws = [reference.outputs(wl, seed) for seed in SEEDS]
     for i, ref in enumerate(draws[0][1]):
@@ -145,7 +145,7 @@ def probe(spec: OpSpec, src_dir: Path, device: str) -> dict | None:
     import torch
 
     # torch, through scripts.reference: imported as a probe runs, like torch here
-    from scripts.reference import Reference
+    from kernel_bakeoff.scripts.reference import Reference
 
     reference = Reference(spec, Path(src_dir), device)
     with torch.no_grad():

@@ -8,10 +8,9 @@ import sys
 from pathlib import Path
 
 import torch
-
-from scripts.errors import BadInput
-from scripts.safe_paths import inside
-from scripts.spec import InputSpec, OpSpec, Workload
+from kernel_bakeoff.scripts.errors import BadInput
+from kernel_bakeoff.scripts.safe_paths import inside
+from kernel_bakeoff.scripts.spec import InputSpec, OpSpec, Workload
 
 _module_counter = 0
 

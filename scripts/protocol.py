@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import json
 
+from kernel_bakeoff.scripts.spec import OpSpec
+from kernel_bakeoff.scripts.verdict import Status
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-
-from scripts.spec import OpSpec
-from scripts.verdict import Status
 
 DEFAULT_TRIALS = 3
 DEFAULT_WARMUP = 10

@@ -13,12 +13,11 @@ import tempfile
 from pathlib import Path
 
 import torch
-
-from scripts import compare, tensorfile
-from scripts.errors import BadInput
-from scripts.formats import module_for
-from scripts.protocol import SavedTensor
-from scripts.spec import OpSpec
+from kernel_bakeoff.scripts import compare, tensorfile
+from kernel_bakeoff.scripts.errors import BadInput
+from kernel_bakeoff.scripts.formats import module_for
+from kernel_bakeoff.scripts.protocol import SavedTensor
+from kernel_bakeoff.scripts.spec import OpSpec
 
 
 def private_caches(root: Path) -> None:

@@ -13,7 +13,7 @@ import os
 import re
 from pathlib import Path
 
-from scripts.errors import BadInput
+from kernel_bakeoff.scripts.errors import BadInput
 
 NAME_MAX = 100  # an op name becomes a directory name (runs/<op>-<hash>/, runs/tasks/<op>/)
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+-]*")

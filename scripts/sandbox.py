@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scripts import box, isolation
+from kernel_bakeoff.scripts import box, isolation
 
 # Any variable whose name contains one of these is a credential; so is the orchestrator's config.
 SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
@@ -420,7 +420,7 @@ def fork_module(
     plan of its box (scripts/box.py); None: only `cwd` writable."""
     if box is None and not isolation.inside():
         # the module, loaded at the top already: the parameter `box` hides its name here
-        from scripts import box as policy
+        from kernel_bakeoff.scripts import box as policy
 
         box = policy.plan(write=[cwd], cwd=str(cwd))
     with new_file(log_path) as log:

@@ -6,9 +6,8 @@ module holding both tied scripts.formats and scripts.sizes into an import circle
 
 from __future__ import annotations
 
+from kernel_bakeoff.scripts.spec import Workload
 from pydantic import BaseModel
-
-from scripts.spec import Workload
 
 
 class Variant(BaseModel):

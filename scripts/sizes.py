@@ -16,7 +16,7 @@ The probe runs in a boxed process of its own (forked warm where it can be), star
 a size fails (a kernel that faults at an odd size must neither take the freeze with it nor leave
 a broken device context to the next size); on an accelerator it stops at the first failure.
 
-`python -m scripts.sizes SPEC.json SRC_DIR ANSWERS.jsonl` is that process: it probes the spec's
+`python -m kernel_bakeoff.scripts.sizes SPEC.json SRC_DIR ANSWERS.jsonl` is that process: it probes the spec's
 untimed workloads not yet answered in ANSWERS.jsonl, one JSON line each, and stops after a failure
 when on an accelerator.
 """
@@ -29,9 +29,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from scripts import box, forkserver, sandbox
-from scripts.fingerprint import device_kind
-from scripts.spec import OpSpec, SizeProbe, Workload
+from kernel_bakeoff.scripts import box, forkserver, sandbox
+from kernel_bakeoff.scripts.fingerprint import device_kind
+from kernel_bakeoff.scripts.spec import OpSpec, SizeProbe, Workload
 
 MAX_INPUT_BYTES = 2 << 30  # a size larger than the listed one is not tried above this (memory)
 PROBE_SEED = 1234  # fixed: freezing the same input twice proposes and keeps the same sizes
@@ -44,7 +44,7 @@ def add_other_sizes(
     """`spec` with the other sizes its reference accepts appended as untimed workloads, and
     every size tried in `sizes_probed`. A format without `other_sizes` gets none."""
     # torch, through scripts.formats: a second on this module's import (0.1 s without)
-    from scripts.formats import module_for
+    from kernel_bakeoff.scripts.formats import module_for
 
     propose = getattr(module_for(spec.format), "other_sizes", None)
     if propose is None:
@@ -113,8 +113,8 @@ def probe_one(fmt, spec: OpSpec, src_dir: Path, fn, wl: Workload, device: str) -
     import torch
 
     # torch, as above: this runs only in the probe's process
-    from scripts import compare
-    from scripts.child import poisoned_allocations
+    from kernel_bakeoff.scripts import compare
+    from kernel_bakeoff.scripts.child import poisoned_allocations
 
     try:
         inputs = fmt.make_inputs(spec, src_dir, wl, PROBE_SEED, device)
@@ -138,7 +138,7 @@ def _probe_here(
     spec: OpSpec, src_dir: Path, device: str, stop_on_failure: bool = False, write=None
 ):
     # torch, through scripts.formats: a second on this module's import (0.1 s without)
-    from scripts.formats import module_for
+    from kernel_bakeoff.scripts.formats import module_for
 
     fmt = module_for(spec.format)
     answers: dict[str, str | None] = {}
@@ -162,7 +162,7 @@ def _probe_isolated(spec: OpSpec, src_dir: Path, device: str) -> dict[str, str |
     """Probe in fresh processes: one runs until a size fails, the next takes the rest. Each is
     forked by the warm server the freeze's checks use (scripts/forkserver.py: torch already
     imported, no device touched, so every fork starts with a clean device context), else
-    started as `python -m scripts.sizes`."""
+    started as `python -m kernel_bakeoff.scripts.sizes`."""
     answers: dict[str, str | None] = {}
     names = [w.name for w in spec.workloads if not w.timed]
     env = sandbox.judge_env()
@@ -180,7 +180,7 @@ def _probe_isolated(spec: OpSpec, src_dir: Path, device: str) -> dict[str, str |
             box=box.plan(read=[src_dir], write=[work], cwd=str(work)),
         )
         while len(answers) < len(names):
-            finished = forkserver.run_module("scripts.sizes", argv, **launch)
+            finished = forkserver.run_module("kernel_bakeoff.scripts.sizes", argv, **launch)
             before = len(answers)
             answers.update(_read_answers(out, names))
             if len(answers) == before:  # it ended before answering the next size

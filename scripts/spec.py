@@ -6,9 +6,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Literal
 
+from kernel_bakeoff.scripts.safe_paths import name_problem
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-
-from scripts.safe_paths import name_problem
 
 DTYPES = (
     "float64",

@@ -11,9 +11,8 @@ import math
 from pathlib import Path
 
 import torch
-
-from scripts import untrusted_file
-from scripts.protocol import SavedTensor
+from kernel_bakeoff.scripts import untrusted_file
+from kernel_bakeoff.scripts.protocol import SavedTensor
 
 
 def save(root: Path, name: str, tensor: torch.Tensor) -> SavedTensor:

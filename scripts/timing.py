@@ -18,7 +18,7 @@ import math
 import statistics
 import time
 
-from scripts.verdict import Timing
+from kernel_bakeoff.scripts.verdict import Timing
 
 # The judge's wall clock may exceed the mean timed call by this factor plus an allowance (ms)
 # before the timed calls are called into doubt: device events miss some launch latency.

@@ -9,7 +9,7 @@ under a deadline, and answers in JSON, validated here. Nothing of the orchestrat
 comes along: the process is forked by the warm server (which never held a credential) or
 starts fresh.
 
-    python -m scripts.untrusted REQUEST.json ANSWER.json      (what the sandbox runs)
+    python -m kernel_bakeoff.scripts.untrusted REQUEST.json ANSWER.json      (what the sandbox runs)
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from scripts import box, forkserver, sandbox
-from scripts.candidate_build import fit_step
-from scripts.errors import BadInput
-from scripts.fingerprint import device_kind
+from kernel_bakeoff.scripts import box, forkserver, sandbox
+from kernel_bakeoff.scripts.candidate_build import fit_step
+from kernel_bakeoff.scripts.errors import BadInput
+from kernel_bakeoff.scripts.fingerprint import device_kind
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT_S = 600.0
@@ -44,7 +44,7 @@ def call(step: str, where: str, timeout_s: float = TIMEOUT_S, read=(), write=(),
         how = dict(
             env=sandbox.judge_env(), cwd=workdir, log_path=log, timeout_s=timeout_s, box=plan
         )
-        finished = forkserver.run_module("scripts.untrusted", argv, **how)
+        finished = forkserver.run_module("kernel_bakeoff.scripts.untrusted", argv, **how)
         if finished.timed_out:
             raise BadInput(where, f"reading it did not finish within {timeout_s:g} s")
         if finished.returncode != 0 or not answer.is_file():
@@ -79,8 +79,8 @@ def _input_root(path: Path) -> Path:
 def load_spec(path: Path, **options):
     """`scripts.formats.load_spec`, run in the sandbox: (OpSpec, source_dir)."""
     # start-up: torch and pydantic, which `import scripts.untrusted` (each step's box) skips
-    from scripts.formats import detect_format
-    from scripts.spec import OpSpec
+    from kernel_bakeoff.scripts.formats import detect_format
+    from kernel_bakeoff.scripts.spec import OpSpec
 
     path = Path(path)
     detect_format(path)  # a missing path or an unknown layout: said here, without a process
@@ -88,7 +88,7 @@ def load_spec(path: Path, **options):
     key = (str(path.resolve()), tuple(sorted(given.items())), _fingerprint(path))
     if key not in _spec_cache:
         # start-up: torch, which the package scripts.formats brings, as above
-        from scripts.formats.staging import scratch_dir
+        from kernel_bakeoff.scripts.formats.staging import scratch_dir
 
         keep = scratch_dir("spec")  # what the format writes there dies with its process
         found = {"src": ""}
@@ -111,8 +111,8 @@ def load_spec(path: Path, **options):
 
 def _load_spec_step(path: str, options: dict, keep: str) -> dict:
     # torch: this step needs it, the other steps do not
-    from scripts.formats import load_spec as load
-    from scripts.formats.staging import _made
+    from kernel_bakeoff.scripts.formats import load_spec as load
+    from kernel_bakeoff.scripts.formats.staging import _made
 
     spec, src = load(Path(path), **options)
     if Path(src) in _made:  # a scratch directory of this process: removed when it exits
@@ -123,9 +123,9 @@ def _load_spec_step(path: str, options: dict, keep: str) -> dict:
 
 def _oracle_step(spec: dict, src_dir: str, sizes: bool, probe: bool) -> dict:
     # torch and pydantic: this step needs them, the other steps do not
-    from scripts.oracle_probe import probe as probe_oracle
-    from scripts.sizes import add_other_sizes
-    from scripts.spec import Degenerate, OpSpec
+    from kernel_bakeoff.scripts.oracle_probe import probe as probe_oracle
+    from kernel_bakeoff.scripts.sizes import add_other_sizes
+    from kernel_bakeoff.scripts.spec import Degenerate, OpSpec
 
     op = OpSpec.model_validate(spec)
     if probe:  # first: a reference with no finite output is refused before sizes are tried
@@ -144,7 +144,7 @@ def prepare_oracle(spec, src_dir: Path, sizes: bool = True, probe: bool = True):
     with no finite output), then `scripts.sizes.add_other_sizes`, which imports the input (a
     KernelBench problem is run on the meta device to see what its sizes change)."""
     # start-up: pydantic (0.08 s), which this module, started for every boxed step, skips
-    from scripts.spec import OpSpec
+    from kernel_bakeoff.scripts.spec import OpSpec
 
     if not (sizes or probe):
         return spec
@@ -177,7 +177,7 @@ def _step(name: str):
     module, sep, function = name.partition(":")
     # only the backends' own steps: the name travels on a command line, and nothing else of
     # the project is meant to run in this child
-    if not sep or not module.startswith("tasks.backends."):
+    if not sep or not module.startswith("kernel_bakeoff.tasks.backends."):
         raise KeyError(f"no step {name!r}")
     import importlib
 

@@ -7,10 +7,10 @@ import math
 import random
 import statistics
 
-from scripts import compare, judge_clock, protocol, timing
-from scripts.baseline import BaselineWorkload
-from scripts.reference import Reference, load_outputs, nbytes
-from scripts.verdict import Status, Timing, WorkloadVerdict
+from kernel_bakeoff.scripts import compare, judge_clock, protocol, timing
+from kernel_bakeoff.scripts.baseline import BaselineWorkload
+from kernel_bakeoff.scripts.reference import Reference, load_outputs, nbytes
+from kernel_bakeoff.scripts.verdict import Status, Timing, WorkloadVerdict
 
 _rng = random.SystemRandom()
 

@@ -7,7 +7,7 @@ import os
 import secrets
 from contextlib import contextmanager
 
-from tasks.agents.settings import AgentSettings, forget_key, take_key
+from kernel_bakeoff.tasks.agents.settings import AgentSettings, forget_key, take_key
 
 KEY_PREFIX = "sk-ant-bakeoff-test-"
 

@@ -94,7 +94,7 @@ def frozen_tiny_softmax(root, samples: int = 5):
     from functools import partial
     from pathlib import Path
 
-    from scripts.freeze import freeze, measure_baseline
+    from kernel_bakeoff.scripts.freeze import freeze, measure_baseline
 
     root = Path(root)
     src = tiny_softmax(root / "softmax")

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from scripts.verdict import Status
-from tasks.models.run import Review
+from kernel_bakeoff.scripts.verdict import Status
+from kernel_bakeoff.tasks.models.run import Review
 
 from .role_doubles import QUICK, baseline_copies
 

@@ -19,7 +19,7 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 
 def _remove(path: Path) -> None:
     """A tree with frozen tasks in it: they are read-only."""
-    from scripts.check import _remove as remove
+    from kernel_bakeoff.scripts.check import _remove as remove
 
     if path.exists():
         remove(path)
@@ -89,7 +89,10 @@ except ImportError:  # pragma: no cover
 
 
 def run_cli(
-    *args: str, cwd: Path | None = None, env: dict | None = None, module: str = "flows.cli"
+    *args: str,
+    cwd: Path | None = None,
+    env: dict | None = None,
+    module: str = "kernel_bakeoff.flows.cli",
 ) -> subprocess.CompletedProcess:
     """Run the real `bakeoff` command line in a subprocess (`module`: a test's stand-in that
     runs it, e.g. tests.controlled_timings)."""
@@ -111,8 +114,8 @@ def cli_in_process(capfd, *args: str, cwd: Path | None = None) -> subprocess.Com
     command starts (the box that loads a spec) is heard as it would be from the command. Its
     working directory, environment and settings are restored after. Tests of the process itself
     (its exit on Ctrl-C, --debug tracebacks, a real `bakeoff run`) keep run_cli."""
-    from flows import cli
-    from tasks.run.settings import forget
+    from kernel_bakeoff.flows import cli
+    from kernel_bakeoff.tasks.run.settings import forget
 
     capfd.readouterr()
     env, here = dict(os.environ), os.getcwd()
@@ -135,7 +138,9 @@ def settings_read_per_test():
     """The BAKEOFF_* settings an entry point (a flow, the command's main) read in one test are
     not the next test's: after each, deep code reads the environment again (tasks/run/settings.py,
     the rule)."""
-    from tasks.run.settings import forget  # lazily, as this module's other project imports
+    from kernel_bakeoff.tasks.run.settings import (
+        forget,  # lazily, as this module's other project imports
+    )
 
     yield
     forget()
@@ -143,7 +148,7 @@ def settings_read_per_test():
 
 @pytest.fixture(scope="session")
 def frozen_rmsnorm(tmp_path_factory) -> Path:
-    from scripts.freeze import freeze
+    from kernel_bakeoff.scripts.freeze import freeze
 
     return freeze(EXAMPLES / "rmsnorm_torch", tmp_path_factory.mktemp("tasks") / "rmsnorm")
 
@@ -152,7 +157,7 @@ def frozen_rmsnorm(tmp_path_factory) -> Path:
 def frozen_softmax(tmp_path_factory) -> Path:
     """examples/softmax_triton frozen once a session (a worker's), for Discover, the search
     lanes and the backends' tests; they read it and write their work elsewhere."""
-    from scripts.freeze import freeze
+    from kernel_bakeoff.scripts.freeze import freeze
 
     return freeze(EXAMPLES / "softmax_triton", tmp_path_factory.mktemp("tasks") / "softmax")
 
@@ -166,7 +171,7 @@ def own_compile_caches(monkeypatch):
 @pytest.fixture
 def forked(monkeypatch) -> list[str]:
     """The modules this test's warm servers forked (scripts/forkserver.py), in order."""
-    from scripts import forkserver
+    from kernel_bakeoff.scripts import forkserver
 
     modules: list[str] = []
     run = forkserver.Server.run
@@ -207,8 +212,8 @@ def campaign_run(prefect_api, tmp_path_factory):
     everything else 1.0x, so round 1's best is the lean kernel on any load."""
     import shutil
 
-    from flows.campaign import campaign
-    from tasks.models.request import BakeoffRequest
+    from kernel_bakeoff.flows.campaign import campaign
+    from kernel_bakeoff.tasks.models.request import BakeoffRequest
 
     from .campaign_doubles import CAMPAIGN, WASTEFUL
     from .controlled_timings import control_checks

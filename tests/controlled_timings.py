@@ -24,8 +24,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from scripts.verdict import Status, Timing, Verdict
-from tasks.check.standing import baseline_stats
+from kernel_bakeoff.scripts.verdict import Status, Timing, Verdict
+from kernel_bakeoff.tasks.check.standing import baseline_stats
 
 WIN = 3.0
 CANDIDATE_SPREAD = 0.01  # relative interquartile range of the controlled candidate timings
@@ -100,25 +100,27 @@ def control_checks(monkeypatch, wins: str | Callable[[Path, Path], float]) -> No
     (tasks/check/evaluate.py) binds `check` when it is imported, which may be before this
     test (another test module's import at collection): its name is replaced too, so the
     control never depends on the order modules were imported in."""
-    import scripts.check
-    import tasks.check.evaluate
+    import kernel_bakeoff.scripts.check
+    import kernel_bakeoff.tasks.check.evaluate
 
-    controlled_check = controlling(scripts.check.check, wins)
-    monkeypatch.setattr(scripts.check, "check", controlled_check)
-    monkeypatch.setattr(tasks.check.evaluate, "check", controlled_check)
+    controlled_check = controlling(kernel_bakeoff.scripts.check.check, wins)
+    monkeypatch.setattr(kernel_bakeoff.scripts.check, "check", controlled_check)
+    monkeypatch.setattr(kernel_bakeoff.tasks.check.evaluate, "check", controlled_check)
 
 
 def main(argv: list[str]) -> int:
     """`python -m tests.controlled_timings WINS ARGS...`: `bakeoff ARGS...` with controlled
     checks (the flow runs in this process's threads, so the replaced function is the one it
     calls)."""
-    import scripts.check
-    import tasks.check.evaluate
-    from flows.cli import main as bakeoff
+    import kernel_bakeoff.scripts.check
+    import kernel_bakeoff.tasks.check.evaluate
+    from kernel_bakeoff.flows.cli import main as bakeoff
 
     wins, *args = argv
-    scripts.check.check = controlling(scripts.check.check, wins)
-    tasks.check.evaluate.check = scripts.check.check  # the lanes' checker, as control_checks
+    kernel_bakeoff.scripts.check.check = controlling(kernel_bakeoff.scripts.check.check, wins)
+    kernel_bakeoff.tasks.check.evaluate.check = (
+        kernel_bakeoff.scripts.check.check
+    )  # the lanes' checker, as control_checks
     return bakeoff(args)
 
 

@@ -1,5 +1,8 @@
 """The project's import graph, read from source with `ast` (nothing is imported).
 
+Modules are named by their folders (`tasks.check.evaluate` for tasks/check/evaluate.py): the
+import name's `kernel_bakeoff.` prefix (kernel_bakeoff/__init__.py) is the same on every one.
+
 An edge A -> B means module A imports B, at module level or inside a function (a lazy import
 still ties A to B: a circle of lazy imports is a circle of dependencies, only postponed), but not
 under `if TYPE_CHECKING:` (never run) and not in a package's module-level `__getattr__` (a lazy
@@ -19,6 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("flows", "tasks", "scripts")
+PREFIX = "kernel_bakeoff."  # the installed import name of each of PACKAGES
 
 # The orchestration floor, bottom to top: a room imports only the rooms below it, at module level
 # or inside a function (tests/test_import_walls.py; a room not on it counts as above them all).
@@ -160,10 +164,38 @@ def _explained(lines: list[str], first: int, last: int) -> bool:
     return above >= 1 and lines[above - 1].strip().startswith("#")
 
 
+def _short(name: str) -> str:
+    return name.removeprefix(PREFIX)
+
+
 def _own(node: ast.Import | ast.ImportFrom) -> bool:
     if isinstance(node, ast.ImportFrom):
-        return node.level > 0 or (node.module or "").split(".")[0] in PACKAGES
-    return any(alias.name.split(".")[0] in PACKAGES for alias in node.names)
+        return node.level > 0 or _short(node.module or "").split(".")[0] in PACKAGES
+    return any(_short(alias.name).split(".")[0] in PACKAGES for alias in node.names)
+
+
+def bare_imports(root: Path = ROOT) -> list[str]:
+    """`path:line` of each import, anywhere in the repository's Python, of `flows`, `tasks` or
+    `scripts` by the bare name, which is not installed (kernel_bakeoff/__init__.py)."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        if rel.parts[0].startswith(".") or rel.parts[0] in ("runs", "build", "test-artifacts"):
+            continue
+        try:
+            tree = ast.parse(path.read_text(), str(path))
+        except SyntaxError:  # a corpus file written to fail to parse
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            if any(n.split(".")[0] in PACKAGES for n in names):
+                found.append(f"{rel}:{node.lineno}")
+    return found
 
 
 def _imports(tree: ast.AST, name: str, is_package: bool) -> set[str]:
@@ -180,9 +212,9 @@ def _imports(tree: ast.AST, name: str, is_package: bool) -> set[str]:
                     visit(other)
                 continue
             if isinstance(child, ast.Import):
-                out.update(alias.name for alias in child.names)
+                out.update(_short(alias.name) for alias in child.names)
             elif isinstance(child, ast.ImportFrom):
-                base = child.module or ""
+                base = _short(child.module or "")
                 if child.level:
                     anchor = name.split(".") if is_package else name.split(".")[:-1]
                     anchor = anchor[: len(anchor) - (child.level - 1)]

@@ -13,11 +13,11 @@ import time
 import traceback
 from pathlib import Path
 
-from scripts.compare import rel_error
-from scripts.formats import module_for
-from scripts.freeze import load_task
-from scripts.verdict import Status, Timing, Verdict, WorkloadVerdict, geomean
-from tasks.models.plan import CandidateRef, CandidateResult
+from kernel_bakeoff.scripts.compare import rel_error
+from kernel_bakeoff.scripts.formats import module_for
+from kernel_bakeoff.scripts.freeze import load_task
+from kernel_bakeoff.scripts.verdict import Status, Timing, Verdict, WorkloadVerdict, geomean
+from kernel_bakeoff.tasks.models.plan import CandidateRef, CandidateResult
 
 
 def _as_list(x):

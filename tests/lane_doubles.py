@@ -12,12 +12,13 @@ import re
 import threading
 from pathlib import Path
 
-from scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
-from tasks.agents import RoleRequest
-from tasks.check.deadline import Deadline
-from tasks.models.plan import CandidateResult
-from tasks.models.run import SearchOutcome
-from tasks.run.store import write_json
+from kernel_bakeoff.scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
+from kernel_bakeoff.tasks.agents import RoleRequest
+from kernel_bakeoff.tasks.check.deadline import Deadline
+from kernel_bakeoff.tasks.models.plan import CandidateResult
+from kernel_bakeoff.tasks.models.run import SearchOutcome
+from kernel_bakeoff.tasks.run.store import write_json
+
 from tests.scripted_api import tool
 
 LANE_ENV = {

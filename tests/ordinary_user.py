@@ -12,8 +12,7 @@ import os
 from pathlib import Path
 
 import pytest
-
-from scripts import box, isolation
+from kernel_bakeoff.scripts import box, isolation
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

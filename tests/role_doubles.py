@@ -16,9 +16,9 @@ import signal
 import threading
 from pathlib import Path
 
-from tasks.agents import without_model
-from tasks.models.plan import CandidateRef, DiscoverPlan, PlanEntry
-from tasks.models.run import SearchOutcome
+from kernel_bakeoff.tasks.agents import without_model
+from kernel_bakeoff.tasks.models.plan import CandidateRef, DiscoverPlan, PlanEntry
+from kernel_bakeoff.tasks.models.run import SearchOutcome
 
 FAULTY_LANE = "triton"
 QUICK = {

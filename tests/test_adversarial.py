@@ -10,10 +10,9 @@ from functools import partial
 from pathlib import Path
 
 import pytest
-
-from scripts.check import check
-from scripts.freeze import freeze, measure_baseline
-from scripts.verdict import Status
+from kernel_bakeoff.scripts.check import check
+from kernel_bakeoff.scripts.freeze import freeze, measure_baseline
+from kernel_bakeoff.scripts.verdict import Status
 
 from .conftest import ROOT
 
@@ -148,7 +147,7 @@ def test_honest_candidate_passes(path, task):
 def test_the_oracle_cannot_be_rewritten_from_the_box(task):
     """The frozen task is read-only in the check's box (scripts/box.py): the rewrite fails at
     import, the task is as frozen, and later checks run against it unchanged."""
-    from scripts import manifest
+    from kernel_bakeoff.scripts import manifest
 
     before = manifest.verify(task)
     first = check(task, CORPUS / "adversarial" / "edit_oracle.py", **SMALL)
@@ -163,7 +162,7 @@ def test_the_oracle_cannot_be_rewritten_from_the_box(task):
 HARNESS_DRIVER = """
 import sys
 from pathlib import Path
-from scripts.check import check
+from kernel_bakeoff.scripts.check import check
 verdict = check(Path(sys.argv[1]), Path(sys.argv[2]), samples=5, warmup=2, trials=2)
 print(verdict.model_dump_json())
 try:
@@ -176,9 +175,9 @@ except BadInput as exc:
 
 def test_the_harness_cannot_be_edited_from_the_box(task, tmp_path):
     harness = tmp_path / "harness"
-    shutil.copytree(
-        ROOT / "scripts", harness / "scripts", ignore=shutil.ignore_patterns("__pycache__")
-    )
+    for package in ("kernel_bakeoff", "scripts"):  # the import name, and the harness under it
+        ignore = shutil.ignore_patterns("__pycache__")
+        shutil.copytree(ROOT / package, harness / package, ignore=ignore)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     done = subprocess.run(
         [
@@ -212,7 +211,7 @@ def test_the_harness_cannot_be_edited_from_the_box(task, tmp_path):
 CREDENTIALS_DRIVER = """
 import sys
 from pathlib import Path
-from scripts.check import check
+from kernel_bakeoff.scripts.check import check
 print(check(Path(sys.argv[1]), Path(sys.argv[2]), samples=5, warmup=2, trials=2).model_dump_json())
 """
 

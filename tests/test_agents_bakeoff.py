@@ -23,7 +23,7 @@ INVENTED = "It runs 42.5x faster than cuBLAS."
 def plan_triton_and_a_torch_author(request):
     """The planner (Discover's measuring step) without checks: the input's language to
     optimize, and a torch author lane that op_benchmarker's plan is expected to replace."""
-    from tasks.models.plan import DiscoverPlan, PlanEntry
+    from kernel_bakeoff.tasks.models.plan import DiscoverPlan, PlanEntry
 
     baseline = json.loads((Path(request.inputs["task_dir"]) / "baseline.json").read_text())
     return DiscoverPlan(
@@ -76,9 +76,9 @@ STEPS = 1 + 2 * 3 + 2 + 1 + 1  # op_benchmarker, two lanes' turns, two reviews, 
 def test_a_bakeoff_plans_authors_curates_once_and_keeps_only_the_tables_figures(
     prefect_api, tmp_path, monkeypatch
 ):
-    from flows.bakeoff import bakeoff
-    from tasks.agents.experience import measured_win
-    from tasks.models.request import BakeoffRequest
+    from kernel_bakeoff.flows.bakeoff import bakeoff
+    from kernel_bakeoff.tasks.agents.experience import measured_win
+    from kernel_bakeoff.tasks.models.request import BakeoffRequest
 
     learned = tmp_path / "learned"
     for k, v in (AGENT_ENV | {"BAKEOFF_AGENT_LEARNED_DIR": str(learned)}).items():
@@ -118,8 +118,8 @@ def test_a_bakeoff_plans_authors_curates_once_and_keeps_only_the_tables_figures(
 
 
 def test_prose_figures_are_checked_against_the_table():
-    from tasks.agents.outputs import ReportProse
-    from tasks.agents.roles.reporter import checked_prose, figures
+    from kernel_bakeoff.tasks.agents.outputs import ReportProse
+    from kernel_bakeoff.tasks.agents.roles.reporter import checked_prose, figures
 
     table = "| 1 | rows64 | triton | 3.031x | 1.250x | winner |\nbaseline ms: wide 0.4216"
     assert figures(table) == {1.0, 3.031, 1.25, 0.4216}  # rows64 is a name, not a figure
@@ -134,10 +134,10 @@ def test_prose_figures_are_checked_against_the_table():
 
 
 def test_without_a_model_op_benchmarker_and_reporter_leave_things_as_they_were(tmp_path):
-    from flows.bakeoff import author_plan as plan_authors
-    from flows.report import prose_for as report_prose
-    from tasks.models.plan import DiscoverPlan, PlanEntry
-    from tasks.models.run import DiscoverOutcome, Report
+    from kernel_bakeoff.flows.bakeoff import author_plan as plan_authors
+    from kernel_bakeoff.flows.report import prose_for as report_prose
+    from kernel_bakeoff.tasks.models.plan import DiscoverPlan, PlanEntry
+    from kernel_bakeoff.tasks.models.run import DiscoverOutcome, Report
 
     plan = DiscoverPlan(baseline_ms={"w": 1.0}, plan=[PlanEntry(language="torch", mode="author")])
     outcome = DiscoverOutcome(plan=plan)

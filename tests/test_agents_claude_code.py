@@ -14,16 +14,16 @@ import threading
 from pathlib import Path
 
 import pytest
+from kernel_bakeoff.scripts.check import check
+from kernel_bakeoff.tasks.agents.claude_code import converse
+from kernel_bakeoff.tasks.agents.loop import judge_claim
+from kernel_bakeoff.tasks.agents.messages import RoleError
+from kernel_bakeoff.tasks.agents.outputs import RoundAnswer
+from kernel_bakeoff.tasks.agents.tools import LaneTools
+from kernel_bakeoff.tasks.agents.transcript import Ledger, events
+from kernel_bakeoff.tasks.models.plan import CandidateResult
+from kernel_bakeoff.tasks.run.store import LaneStore
 
-from scripts.check import check
-from tasks.agents.claude_code import converse
-from tasks.agents.loop import judge_claim
-from tasks.agents.messages import RoleError
-from tasks.agents.outputs import RoundAnswer
-from tasks.agents.tools import LaneTools
-from tasks.agents.transcript import Ledger, events
-from tasks.models.plan import CandidateResult
-from tasks.run.store import LaneStore
 from tests.agent_env import held_key, settings_for
 from tests.agent_kernels import rows_kernel
 from tests.conftest import ROOT
@@ -123,7 +123,7 @@ def test_the_cli_and_what_it_runs_stay_in_the_box(softmax_task, tmp_path, monkey
     it writes outside, reads the secret and the frozen task, connects to a listener on the
     host's loopback. In the box nothing of that reaches the host; with BAKEOFF_ISOLATION=none
     (the control) the same script does, which shows these checks can see an escape."""
-    from scripts import isolation as engine
+    from kernel_bakeoff.scripts import isolation as engine
 
     if isolation == "box" and engine.refusal():
         pytest.skip(f"no box here: {engine.refusal()}")

@@ -9,11 +9,11 @@ import os
 from pathlib import Path
 
 import pytest
+from kernel_bakeoff.tasks.agents.digest import build, limiter, render
+from kernel_bakeoff.tasks.agents.profile import digest
+from kernel_bakeoff.tasks.agents.profile_parse import OUTSIDE, clean_name, parse_ncu, parse_rocprof
+from kernel_bakeoff.tasks.check.roofline import DeviceRates, WorkloadFloor
 
-from tasks.agents.digest import build, limiter, render
-from tasks.agents.profile import digest
-from tasks.agents.profile_parse import OUTSIDE, clean_name, parse_ncu, parse_rocprof
-from tasks.check.roofline import DeviceRates, WorkloadFloor
 from tests.agent_kernels import frozen_tiny_softmax, rows_kernel
 
 DATA = Path(__file__).parent / "data" / "profiles"
@@ -103,7 +103,7 @@ def test_on_a_cpu_the_digest_comes_from_torch_profiler_in_the_box(
     assert text.startswith("profile digest: rows on square (torch.profiler, cpu); 3 calls"), text
     assert "| kernel | calls | share |" in text and OUTSIDE in text
     assert "8192 bytes ->" in text  # the report's bytes for square (16 x 128 float32)
-    assert forked == (["tasks.agents.profile_run"] if warm == "1" else [])
+    assert forked == (["kernel_bakeoff.tasks.agents.profile_run"] if warm == "1" else [])
     assert digest(task, cand, "nope", env, {}, "rows").startswith("no workload 'nope'")
 
 

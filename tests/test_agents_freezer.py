@@ -9,9 +9,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from kernel_bakeoff.scripts.formats import load_spec
+from kernel_bakeoff.tasks.agents.freezer import no_spec_here, write_spec
 
-from scripts.formats import load_spec
-from tasks.agents.freezer import no_spec_here, write_spec
 from tests.agent_env import held_key, settings_for
 from tests.conftest import EXAMPLES
 from tests.scripted_api import ScriptedAPI, reply, tool
@@ -50,7 +50,7 @@ def test_oracle_freezer_writes_a_spec_that_loads(tmp_path):
     assert sorted(p.name for p in kernel_dir.iterdir()) == before  # the input is untouched
     from functools import partial
 
-    from scripts.freeze import freeze, measure_baseline
+    from kernel_bakeoff.scripts.freeze import freeze, measure_baseline
 
     task = freeze(out, tmp_path / "task", partial(measure_baseline, samples=5))
     assert (task / "MANIFEST.json").is_file() and (task / "baseline_src" / "op.toml").is_file()
@@ -175,11 +175,11 @@ def test_the_bakeoff_flow_called_directly_writes_the_spec_and_applies_to_the_ori
     of the ORIGINAL repository without that op.toml; the staged copy is left as it was. Then
     `bakeoff apply RUN_DIR` on the same run makes the next branch the same way."""
     import git
+    from kernel_bakeoff.flows.bakeoff import bakeoff
+    from kernel_bakeoff.tasks.apply.cli import apply_run
+    from kernel_bakeoff.tasks.models.request import BakeoffRequest
+    from kernel_bakeoff.tasks.run.input_identity import recorded
 
-    from flows.bakeoff import bakeoff
-    from tasks.apply.cli import apply_run
-    from tasks.models.request import BakeoffRequest
-    from tasks.run.input_identity import recorded
     from tests.agent_env import AGENT_ENV
     from tests.agent_kernels import rows_kernel
     from tests.controlled_timings import control_checks
@@ -253,10 +253,10 @@ def test_the_bakeoff_flow_called_directly_writes_the_spec_and_applies_to_the_ori
 def test_the_bakeoff_flow_without_a_model_fails_with_the_one_reason(
     prefect_api, tmp_path, monkeypatch
 ):
-    from flows.bakeoff import bakeoff
-    from scripts.errors import BadInput
-    from tasks.agents.settings import forget_key
-    from tasks.models.request import BakeoffRequest
+    from kernel_bakeoff.flows.bakeoff import bakeoff
+    from kernel_bakeoff.scripts.errors import BadInput
+    from kernel_bakeoff.tasks.agents.settings import forget_key
+    from kernel_bakeoff.tasks.models.request import BakeoffRequest
 
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     forget_key()

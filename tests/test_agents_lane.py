@@ -12,8 +12,8 @@ from pathlib import Path
 
 import git
 import pytest
+from kernel_bakeoff.scripts.verdict import Status
 
-from scripts.verdict import Status
 from tests.agent_env import AGENT_ENV, KEY_PREFIX, held_key
 from tests.agent_kernels import KEY_SEARCH, WRONG, rows_kernel, tiny_softmax
 from tests.conftest import run_cli
@@ -126,8 +126,8 @@ def agent_env(monkeypatch, tmp_path):
 
 
 def bake(softmax: Path, mode: str, api: ScriptedAPI | None, budget: int, monkeypatch):
-    from flows.bakeoff import bakeoff
-    from tasks.models.request import BakeoffRequest
+    from kernel_bakeoff.flows.bakeoff import bakeoff
+    from kernel_bakeoff.tasks.models.request import BakeoffRequest
 
     if api is not None:
         monkeypatch.setenv("BAKEOFF_AGENT_BASE_URL", api.base_url)
@@ -217,8 +217,8 @@ def test_a_loss_writes_no_learned_card(prefect_api, softmax, agent_env, monkeypa
 
 
 def test_without_a_key_an_author_lane_is_skipped_and_says_why(prefect_api, softmax, agent_env):
-    from flows.bakeoff import bakeoff
-    from tasks.models.request import BakeoffRequest
+    from kernel_bakeoff.flows.bakeoff import bakeoff
+    from kernel_bakeoff.tasks.models.request import BakeoffRequest
 
     report = bakeoff(BakeoffRequest(kernel_path=str(softmax), mode="author", target_language="triton",
                                     budget=1, samples=5, runs_root=str(softmax.parent)))  # fmt: skip

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from kernel_bakeoff.tasks.agents.loop import run_lane
 
-from tasks.agents.loop import run_lane
 from tests.agent_env import held_key
 from tests.agent_kernels import WRONG, frozen_tiny_softmax, rows_kernel
 from tests.lane_doubles import LANE_ENV, FakeEvaluator, lane_request, prompt_of
@@ -146,8 +146,8 @@ def test_round_two_starts_from_the_best_with_the_lessons_ideas_and_dead_ends(lan
 
 
 def test_a_wins_archive_entry_keeps_the_lanes_memory(tmp_path):
-    from tasks.agents.knowledge import write_card
-    from tasks.agents.outputs import LearnedCard
+    from kernel_bakeoff.tasks.agents.knowledge import write_card
+    from kernel_bakeoff.tasks.agents.outputs import LearnedCard
 
     source = tmp_path / "snap"
     source.mkdir()

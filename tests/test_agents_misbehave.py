@@ -12,10 +12,10 @@ import json
 from pathlib import Path
 
 import pytest
+from kernel_bakeoff.scripts.verdict import Status
+from kernel_bakeoff.tasks.agents.transcript import events
+from kernel_bakeoff.tasks.check.language_rule import NO_TRITON
 
-from scripts.verdict import Status
-from tasks.agents.transcript import events
-from tasks.check.language_rule import NO_TRITON
 from tests.agent_env import AGENT_ENV, held_key
 from tests.agent_kernels import SOFTMAX_ROWS, tiny_softmax
 from tests.misbehaving_model import (
@@ -118,8 +118,8 @@ def env(monkeypatch, tmp_path):
 
 def bake(softmax: Path, api: ScriptedAPI, monkeypatch, budget: int):
     """An author lane; each test its own budget, so that no test's lane is another's, reused."""
-    from flows.bakeoff import bakeoff
-    from tasks.models.request import BakeoffRequest
+    from kernel_bakeoff.flows.bakeoff import bakeoff
+    from kernel_bakeoff.tasks.models.request import BakeoffRequest
 
     monkeypatch.setenv("BAKEOFF_AGENT_BASE_URL", api.base_url)
     return bakeoff(BakeoffRequest(kernel_path=str(softmax), mode="author", target_language="triton",
@@ -127,7 +127,7 @@ def bake(softmax: Path, api: ScriptedAPI, monkeypatch, budget: int):
 
 
 def test_a_lying_escaping_crashing_model_does_not_win(prefect_api, softmax, env, monkeypatch, tmp_path):  # fmt: skip
-    from flows.live import result_json
+    from kernel_bakeoff.flows.live import result_json
 
     monkeypatch.setenv("BAKEOFF_AGENT_PER_ROUND", "1")
     monkeypatch.setenv("BAKEOFF_AGENT_PATIENCE", "4")  # four rounds without a better verdict

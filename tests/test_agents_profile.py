@@ -18,8 +18,7 @@ import stat
 import sys
 
 import pytest
-
-from tasks.agents.profile import profile, which_profiler
+from kernel_bakeoff.tasks.agents.profile import profile, which_profiler
 
 FAKE = """#!{python}
 # A fake {tool}: records its argv, runs the profiled command, as the real one would.
@@ -72,7 +71,7 @@ def gpu_host(monkeypatch, tmp_path):
 
 
 def _profiled(task, argv_tail: list[str]) -> list[str]:
-    return [sys.executable, "-m", "tasks.agents.profile_run", str(task)] + argv_tail
+    return [sys.executable, "-m", "kernel_bakeoff.tasks.agents.profile_run", str(task)] + argv_tail
 
 
 def test_ncu_runs_at_the_timed_clocks_on_nvidia(gpu_host, frozen_rmsnorm):

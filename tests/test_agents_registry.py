@@ -8,16 +8,15 @@ import inspect
 from pathlib import Path
 
 import pytest
+from kernel_bakeoff.tasks.agents import RoleRequest
+from kernel_bakeoff.tasks.agents.conversation import ending, transcript_of
+from kernel_bakeoff.tasks.agents.drivers import DRIVERS, Driver, RoleError, driver_for
+from kernel_bakeoff.tasks.agents.registry import ROLES, deterministic, responder_for
+from kernel_bakeoff.tasks.agents.settings import AgentSettings
+from kernel_bakeoff.tasks.agents.transcript import BudgetSpent, Ledger
+from kernel_bakeoff.tasks.check.deadline import Deadline
+from kernel_bakeoff.tasks.models.run import Review, SearchOutcome
 from pydantic import ValidationError
-
-from tasks.agents import RoleRequest
-from tasks.agents.conversation import ending, transcript_of
-from tasks.agents.drivers import DRIVERS, Driver, RoleError, driver_for
-from tasks.agents.registry import ROLES, deterministic, responder_for
-from tasks.agents.settings import AgentSettings
-from tasks.agents.transcript import BudgetSpent, Ledger
-from tasks.check.deadline import Deadline
-from tasks.models.run import Review, SearchOutcome
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,7 +33,7 @@ def test_every_role_is_declared_once_with_a_prompt_inputs_and_output():
     for name, role in ROLES.items():
         assert role.name == name
         assert (ROOT / "roles" / f"{role.prompt}.md").is_file()
-        assert role.responder.__module__ == "tasks.agents.without_model"
+        assert role.responder.__module__ == "kernel_bakeoff.tasks.agents.without_model"
     assert ROLES["author"].prompt == "kernel_author" and ROLES["reviewer"].retries == 2
 
 
@@ -43,7 +42,9 @@ def test_without_a_model_the_deterministic_responder_answers_unless_a_drop_in_is
     drop_in = {"reviewer": "tests.role_doubles:answers_nonsense"}
     assert not deterministic("reviewer", drop_in)
     assert responder_for("reviewer", drop_in).__name__ == "answers_nonsense"
-    assert deterministic("reviewer", {"reviewer": "tasks.agents.without_model:review"})
+    assert deterministic(
+        "reviewer", {"reviewer": "kernel_bakeoff.tasks.agents.without_model:review"}
+    )
 
 
 def test_inputs_are_typed_and_a_mistyped_key_is_refused(tmp_path):

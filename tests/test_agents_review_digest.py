@@ -4,11 +4,12 @@ checked snapshot (torch.profiler here), and nothing of the writer's claims or re
 
 from __future__ import annotations
 
-from tasks.agents import RoleRequest
-from tasks.agents.review import review
-from tasks.check.deadline import Deadline
-from tasks.models.plan import CandidateRef, CandidateResult
-from tasks.models.run import Review
+from kernel_bakeoff.tasks.agents import RoleRequest
+from kernel_bakeoff.tasks.agents.review import review
+from kernel_bakeoff.tasks.check.deadline import Deadline
+from kernel_bakeoff.tasks.models.plan import CandidateRef, CandidateResult
+from kernel_bakeoff.tasks.models.run import Review
+
 from tests.agent_env import held_key
 from tests.agent_kernels import frozen_tiny_softmax, rows_kernel
 from tests.lane_doubles import LANE_ENV, prompt_of, verdict_for

@@ -9,14 +9,14 @@ import json
 from pathlib import Path
 
 import pytest
+from kernel_bakeoff.scripts.check import check
+from kernel_bakeoff.scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
+from kernel_bakeoff.tasks.agents.loop import same_figure
+from kernel_bakeoff.tasks.agents.tools import INPUT_CHARS, LaneTools
+from kernel_bakeoff.tasks.check.language_rule import NO_TRITON, ruled
+from kernel_bakeoff.tasks.models.plan import CandidateRef, CandidateResult
+from kernel_bakeoff.tasks.run.store import write_json
 
-from scripts.check import check
-from scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
-from tasks.agents.loop import same_figure
-from tasks.agents.tools import INPUT_CHARS, LaneTools
-from tasks.check.language_rule import NO_TRITON, ruled
-from tasks.models.plan import CandidateRef, CandidateResult
-from tasks.run.store import write_json
 from tests.agent_kernels import frozen_tiny_softmax, rows_kernel
 from tests.misbehaving_model import FORGE
 from tests.test_agents_api import workspace
@@ -183,7 +183,7 @@ def test_a_role_cut_at_its_deadline_ends_without_a_traceback(monkeypatch):
     import threading
     from types import SimpleNamespace
 
-    from tasks.agents.role_task import _in_daemon_thread
+    from kernel_bakeoff.tasks.agents.role_task import _in_daemon_thread
 
     release, raised = threading.Event(), []
     monkeypatch.setattr(threading, "excepthook", lambda args: raised.append(args.exc_value))
@@ -201,8 +201,8 @@ def test_a_role_cut_at_its_deadline_ends_without_a_traceback(monkeypatch):
 
 
 def test_only_claims_the_record_does_not_bear_out_are_noted(task, tmp_path):
-    from tasks.agents.loop import judge_claim, noted_claims
-    from tasks.agents.outputs import Claim, RoundAnswer
+    from kernel_bakeoff.tasks.agents.loop import judge_claim, noted_claims
+    from kernel_bakeoff.tasks.agents.outputs import Claim, RoundAnswer
 
     ws = workspace(task, tmp_path / "lane")
     _, receipt = checked(ws, "c1", 1.23456)

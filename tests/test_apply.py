@@ -9,12 +9,11 @@ from pathlib import Path
 
 import git
 import pytest
-
-from scripts.check import check
-from tasks.apply.winner import apply_winner
-from tasks.models.plan import CandidateRef, CandidateResult
-from tasks.models.run import CandidateRow, LaneResult, Report, Review
-from tasks.run.store import write_json
+from kernel_bakeoff.scripts.check import check
+from kernel_bakeoff.tasks.apply.winner import apply_winner
+from kernel_bakeoff.tasks.models.plan import CandidateRef, CandidateResult
+from kernel_bakeoff.tasks.models.run import CandidateRow, LaneResult, Report, Review
+from kernel_bakeoff.tasks.run.store import write_json
 
 from .conftest import EXAMPLES, cli_in_process
 
@@ -208,7 +207,7 @@ def test_env_tuned_winner_is_written_as_its_deployable_config(tmp_path, frozen_r
 
 
 def test_bakeoff_apply_command(tmp_path, frozen_rmsnorm, checked, capfd):
-    from flows.cli import main
+    from kernel_bakeoff.flows.cli import main
 
     repo, report = source_report(tmp_path, frozen_rmsnorm, checked)
     run_dir = tmp_path / "run"
@@ -251,8 +250,8 @@ def test_apply_targets_the_inputs_repository_from_anywhere(
 
 
 def test_a_request_records_an_absolute_kernel_path(tmp_path, monkeypatch):
-    from flows.opening import validate
-    from tasks.models.request import BakeoffRequest
+    from kernel_bakeoff.flows.opening import validate
+    from kernel_bakeoff.tasks.models.request import BakeoffRequest
 
     shutil.copytree(EXAMPLES / "rmsnorm_torch", tmp_path / "rmsnorm")
     monkeypatch.chdir(tmp_path)

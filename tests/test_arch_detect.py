@@ -4,9 +4,8 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-
-from scripts import arch
-from scripts.errors import BadInput
+from kernel_bakeoff.scripts import arch
+from kernel_bakeoff.scripts.errors import BadInput
 
 
 def props(**kw):

@@ -7,14 +7,13 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
-
-from scripts.freeze import freeze
-from scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
-from tasks.backends import aiter_csv, gemm_shapes, wrappers
-from tasks.backends.aiter_gemm import ROUTE, AiterGemm
-from tasks.backends.aiter_route import AiterGemm as AiterMode
-from tasks.backends.base import BuildContext, write_candidate
-from tasks.models.plan import CandidateRef, CandidateResult
+from kernel_bakeoff.scripts.freeze import freeze
+from kernel_bakeoff.scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
+from kernel_bakeoff.tasks.backends import aiter_csv, gemm_shapes, wrappers
+from kernel_bakeoff.tasks.backends.aiter_gemm import ROUTE, AiterGemm
+from kernel_bakeoff.tasks.backends.aiter_route import AiterGemm as AiterMode
+from kernel_bakeoff.tasks.backends.base import BuildContext, write_candidate
+from kernel_bakeoff.tasks.models.plan import CandidateRef, CandidateResult
 
 # aiter's own header lines (aiter/configs/bf16_untuned_gemm.csv and bf16_tuned_gemm.csv)
 AITER_UNTUNED_HEADER = "M,N,K,bias,dtype,outdtype,scaleAB,bpreshuffle"
@@ -214,7 +213,7 @@ def test_routing_mode_sends_linear_and_weight_matmuls_to_aiter(fake_aiter):
 
 
 def test_aiter_candidate_wrapper_runs_the_op_through_the_mode(mlp_task, tmp_path, fake_aiter):
-    from scripts.program import import_file
+    from kernel_bakeoff.scripts.program import import_file
 
     ctx = BuildContext.load(mlp_task, tmp_path)
     text = wrappers.routed(ctx, "kernel.py:mlp", ROUTE.name, "AiterGemm", "aiter")
@@ -228,7 +227,7 @@ def test_aiter_candidate_wrapper_runs_the_op_through_the_mode(mlp_task, tmp_path
 
 
 def test_aiter_refuses_ops_that_are_not_gemms(frozen_rmsnorm):
-    from scripts.freeze import load_task
+    from kernel_bakeoff.scripts.freeze import load_task
 
     spec, _, _ = load_task(frozen_rmsnorm)
     assert "GEMM ops" in AiterGemm().cannot_build(spec)

@@ -9,13 +9,17 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-
-from scripts import arch
-from scripts.spec import OpSpec, Workload
-from tasks.backends import cpp_defines
-from tasks.backends.base import BuildContext
-from tasks.backends.hip_launch import HipError, HipKernel, kernel_signature, pack_args
-from tasks.backends.source import cpp_dialect
+from kernel_bakeoff.scripts import arch
+from kernel_bakeoff.scripts.spec import OpSpec, Workload
+from kernel_bakeoff.tasks.backends import cpp_defines
+from kernel_bakeoff.tasks.backends.base import BuildContext
+from kernel_bakeoff.tasks.backends.hip_launch import (
+    HipError,
+    HipKernel,
+    kernel_signature,
+    pack_args,
+)
+from kernel_bakeoff.tasks.backends.source import cpp_dialect
 
 KERNEL_CU = textwrap.dedent(
     """
@@ -200,7 +204,15 @@ def test_shipped_cuda_example_has_a_search_space_and_says_why_it_cannot_run_here
         pytest.skip("a GPU is visible: the refusal is for machines without one")
     out = tmp_path / "task"
     done = subprocess.run(
-        [sys.executable, "-m", "flows.cli", "freeze", str(example), "--out", str(out)],
+        [
+            sys.executable,
+            "-m",
+            "kernel_bakeoff.flows.cli",
+            "freeze",
+            str(example),
+            "--out",
+            str(out),
+        ],
         capture_output=True,
         text=True,
         cwd=example.parents[1],

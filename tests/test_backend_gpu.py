@@ -5,11 +5,10 @@ from pathlib import Path
 
 import pytest
 import torch
-
-from scripts.freeze import freeze
-from tasks.discover.plan import discover
-from tasks.engine.search_lane import run_search
-from tasks.models.plan import CandidateResult
+from kernel_bakeoff.scripts.freeze import freeze
+from kernel_bakeoff.tasks.discover.plan import discover
+from kernel_bakeoff.tasks.engine.search_lane import run_search
+from kernel_bakeoff.tasks.models.plan import CandidateResult
 
 pytestmark = [
     pytest.mark.gpu,
@@ -36,7 +35,7 @@ dims = { M = 2048 }
 
 
 def harness(task: Path, work: Path):
-    from scripts.check import check
+    from kernel_bakeoff.scripts.check import check
 
     def check_fn(ref):
         verdict = check(

@@ -14,11 +14,10 @@ import threading
 from functools import partial
 
 import pytest
-
-from scripts import isolation
-from scripts.freeze import freeze, measure_baseline
-from tasks.backends import gemm_shapes, offline_run
-from tasks.backends.base import BuildContext
+from kernel_bakeoff.scripts import isolation
+from kernel_bakeoff.scripts.freeze import freeze, measure_baseline
+from kernel_bakeoff.tasks.backends import gemm_shapes, offline_run
+from kernel_bakeoff.tasks.backends.base import BuildContext
 
 from .conftest import ROOT
 

@@ -4,15 +4,14 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-
-from scripts.errors import BadInput
-from tasks import backends
-from tasks.backends import aiter_gemm, cuda_cpp, hip_cpp, torch_compile, tunableop
-from tasks.backends.hip_cpp import HipCpp, probe_hip
+from kernel_bakeoff.scripts.errors import BadInput
+from kernel_bakeoff.tasks import backends
+from kernel_bakeoff.tasks.backends import aiter_gemm, cuda_cpp, hip_cpp, torch_compile, tunableop
+from kernel_bakeoff.tasks.backends.hip_cpp import HipCpp, probe_hip
 
 
 def test_registry_on_this_cpu_box(frozen_rmsnorm):
-    from scripts.freeze import load_task
+    from kernel_bakeoff.scripts.freeze import load_task
 
     spec, _, _ = load_task(frozen_rmsnorm)
     status = {s.name: s for s in backends.statuses(spec)}
@@ -121,7 +120,7 @@ def test_hip_probe_without_hip_python(monkeypatch):
 
 
 def test_triton_and_compile_without_triton(monkeypatch):
-    from tasks.backends import triton_tune
+    from kernel_bakeoff.tasks.backends import triton_tune
 
     real = triton_tune.importlib.util.find_spec
     monkeypatch.setattr(

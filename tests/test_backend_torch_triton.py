@@ -4,14 +4,13 @@ import textwrap
 from pathlib import Path
 
 import torch
-
-from scripts import arch
-from scripts.program import import_file
-from scripts.spec import OpSpec, Workload
-from tasks.backends import torch_compile, triton_surface, wrappers
-from tasks.backends.base import BuildContext, write_candidate
-from tasks.backends.triton_tune import BACKEND as TRITON
-from tasks.backends.wrappers import baseline_candidate
+from kernel_bakeoff.scripts import arch
+from kernel_bakeoff.scripts.program import import_file
+from kernel_bakeoff.scripts.spec import OpSpec, Workload
+from kernel_bakeoff.tasks.backends import torch_compile, triton_surface, wrappers
+from kernel_bakeoff.tasks.backends.base import BuildContext, write_candidate
+from kernel_bakeoff.tasks.backends.triton_tune import BACKEND as TRITON
+from kernel_bakeoff.tasks.backends.wrappers import baseline_candidate
 
 
 def test_compile_candidates_wrap_the_torch_reference(frozen_softmax, tmp_path):

@@ -6,8 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from scripts.errors import BadInput
+from kernel_bakeoff.scripts.errors import BadInput
 
 from .conftest import EXAMPLES, cli_in_process, run_cli
 
@@ -367,7 +366,7 @@ def _one_line(done, command: str, *fragments: str) -> str:
 
 
 def test_a_forged_oracle_id_is_refused(tmp_path, frozen_rmsnorm):
-    from scripts import manifest
+    from kernel_bakeoff.scripts import manifest
 
     task = _editable_copy(frozen_rmsnorm, tmp_path / "task")
     path = task / manifest.MANIFEST
@@ -427,8 +426,8 @@ def test_help_still_shows_the_usage():
 
 
 def test_a_request_with_an_infinite_timeout_is_refused():
-    from flows.opening import validate
-    from tasks.models.request import parse_request
+    from kernel_bakeoff.flows.opening import validate
+    from kernel_bakeoff.tasks.models.request import parse_request
 
     kernel = str(EXAMPLES / "rmsnorm_torch")
     for field in ("lane_timeout_s", "check_timeout_s", "agent_timeout_s"):

@@ -19,11 +19,10 @@ from functools import partial
 from pathlib import Path
 
 import pytest
-
-from scripts import isolation
-from scripts.check import check
-from scripts.freeze import freeze, measure_baseline
-from scripts.verdict import Status
+from kernel_bakeoff.scripts import isolation
+from kernel_bakeoff.scripts.check import check
+from kernel_bakeoff.scripts.freeze import freeze, measure_baseline
+from kernel_bakeoff.scripts.verdict import Status
 
 from .conftest import ROOT
 from .ordinary_user import ordinary_user_prefix
@@ -180,7 +179,7 @@ def test_a_parent_killer_is_booked_on_itself(task):
 def test_the_command_tool_stays_in_its_box(tmp_path, monkeypatch):
     """The model's run-command tool: writes outside the workspace, reads secrets of the home
     and of the orchestrator's processes, the network; only the workspace changes."""
-    from tasks.agents.tools import LaneTools
+    from kernel_bakeoff.tasks.agents.tools import LaneTools
 
     secret = f"sk-ant-{uuid.uuid4().hex}"
     monkeypatch.setenv("ANTHROPIC_API_KEY", secret)
@@ -233,8 +232,8 @@ def test_the_command_tool_stays_in_its_box(tmp_path, monkeypatch):
 CHECK_AS_USER = """
 import sys
 from pathlib import Path
-from scripts.check import check
-from scripts.freeze import freeze, measure_baseline
+from kernel_bakeoff.scripts.check import check
+from kernel_bakeoff.scripts.freeze import freeze, measure_baseline
 from functools import partial
 measure = partial(measure_baseline, samples=3, warmup=1, trials=1)
 task = freeze(Path(sys.argv[1]), Path(sys.argv[2]) / "task", measure=measure)

@@ -6,7 +6,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from scripts import box
+from kernel_bakeoff.scripts import box
 
 
 def test_the_starting_scripts_folder_and_tmp_are_not_bound(tmp_path, monkeypatch):

@@ -43,7 +43,7 @@ def test_second_round_starts_from_the_first_rounds_best(campaign_run):
 
 
 def test_a_round_that_does_not_beat_the_best_by_its_spread_says_so():
-    from tasks.campaign import RoundEntry, Variant, improves, note_for
+    from kernel_bakeoff.tasks.campaign import RoundEntry, Variant, improves, note_for
 
     def variant(speedup, margin, round_no):
         return Variant(

@@ -6,8 +6,7 @@ import math
 from functools import partial
 
 import pytest
-
-from scripts.freeze import freeze, measure_baseline
+from kernel_bakeoff.scripts.freeze import freeze, measure_baseline
 
 from .conftest import EXAMPLES, cli_in_process
 
@@ -126,7 +125,7 @@ class ModelNew(nn.Module):
 def test_kernelbench_problem_is_frozen_once_then_checked(tmp_path, capfd):
     """Checked twice, a problem is frozen once (runs/tasks/<op>, as `bakeoff freeze` would):
     one oracle id, one denominator."""
-    pytest.importorskip("scripts.formats.kernelbench")
+    pytest.importorskip("kernel_bakeoff.scripts.formats.kernelbench")
     (tmp_path / "21_relu_scale.py").write_text(PROBLEM)
     (tmp_path / "candidate.py").write_text(CANDIDATE)
     args = ("check", str(tmp_path / "21_relu_scale.py"), str(tmp_path / "candidate.py"))

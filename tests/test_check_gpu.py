@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 import torch
-
-from scripts.check import check
-from scripts.freeze import freeze, measure_baseline
-from scripts.verdict import Status
+from kernel_bakeoff.scripts.check import check
+from kernel_bakeoff.scripts.freeze import freeze, measure_baseline
+from kernel_bakeoff.scripts.verdict import Status
 
 from .conftest import EXAMPLES, ROOT
 from .test_adversarial import RUN_ELSEWHERE, SECRETS, assert_no_secret, corpus, expected

@@ -11,8 +11,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-
-from scripts import sandbox
+from kernel_bakeoff.scripts import sandbox
 
 from .conftest import ROOT
 
@@ -116,7 +115,7 @@ DETACHED = """
 DRIVER = """
 import os, sys
 from pathlib import Path
-from scripts import sandbox
+from kernel_bakeoff.scripts import sandbox
 assert sandbox.become_subreaper()
 finished = sandbox.run([sys.executable, "-c", sys.argv[1]], env=dict(os.environ), cwd=Path.cwd(),
                        log_path=Path("log"), timeout_s=60, sweep=True)
@@ -182,7 +181,7 @@ def test_marker_lines_carry_the_time_they_were_written_however_late_they_are_rea
 @pytest.mark.skipif(os.geteuid() != 0, reason="capabilities are dropped only when running as root")
 def test_a_root_candidate_runs_without_capabilities(tmp_path):
     code = """
-        from scripts import sandbox
+        from kernel_bakeoff.scripts import sandbox
         sandbox.confine_self()
         print(open("/proc/self/status").read())
     """

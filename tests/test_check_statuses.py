@@ -6,12 +6,11 @@ from functools import partial
 from pathlib import Path
 
 import pytest
-
-from scripts import manifest
-from scripts.check import check
-from scripts.errors import BadInput
-from scripts.freeze import freeze, measure_baseline
-from scripts.verdict import Status
+from kernel_bakeoff.scripts import manifest
+from kernel_bakeoff.scripts.check import check
+from kernel_bakeoff.scripts.errors import BadInput
+from kernel_bakeoff.scripts.freeze import freeze, measure_baseline
+from kernel_bakeoff.scripts.verdict import Status
 
 from .conftest import ROOT
 

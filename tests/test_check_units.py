@@ -6,9 +6,8 @@ import sys
 
 import pytest
 import torch
-
-from scripts import compare, tensorfile, timing
-from scripts.verdict import Status
+from kernel_bakeoff.scripts import compare, tensorfile, timing
+from kernel_bakeoff.scripts.verdict import Status
 
 from .conftest import ROOT
 
@@ -163,7 +162,7 @@ def test_wall_blocks_last_about_the_target():
 
 
 def test_the_sm_clock_is_none_without_an_nvidia_device():
-    from scripts.smclock import SmClock, _device_keys
+    from kernel_bakeoff.scripts.smclock import SmClock, _device_keys
 
     if not torch.cuda.is_available():
         assert SmClock()() is None
@@ -194,7 +193,7 @@ def test_tensor_files_refuse_what_does_not_fit(tmp_path):
 def test_the_judge_starts_the_candidate_before_it_imports_torch():
     """The judge imports torch while the candidate's process starts: nothing it needs before
     spawning may pull torch in (nor may check() in the orchestrator)."""
-    code = "import sys, scripts.judge, scripts.check; print('torch' in sys.modules)"
+    code = "import sys, kernel_bakeoff.scripts.judge, kernel_bakeoff.scripts.check; print('torch' in sys.modules)"
     done = subprocess.run(
         [sys.executable, "-c", code],
         cwd=ROOT,

@@ -1,7 +1,8 @@
 """Discover on the shipped examples with an in-process check_fn."""
 
-from tasks.backends import torch_compile
-from tasks.discover.plan import discover
+from kernel_bakeoff.tasks.backends import torch_compile
+from kernel_bakeoff.tasks.discover.plan import discover
+
 from tests.inprocess_check import make_check
 
 

@@ -8,31 +8,31 @@ import subprocess
 import sys
 
 import pytest
+from kernel_bakeoff.scripts import manifest
+from kernel_bakeoff.scripts.errors import BadInput
+from kernel_bakeoff.scripts.frozen_task import FrozenTask
+from kernel_bakeoff.tasks.engine import model_room as door
+from kernel_bakeoff.tasks.engine import proposers
+from kernel_bakeoff.tasks.engine.lane import lane_store, run_lane
+from kernel_bakeoff.tasks.engine.proposers import Work, lane_proposer, plan_proposer
+from kernel_bakeoff.tasks.models.run import LaneConfig, LaneSpec
+from kernel_bakeoff.tasks.run.key import forget_key
 
-from scripts import manifest
-from scripts.errors import BadInput
-from scripts.frozen_task import FrozenTask
-from tasks.engine import model_room as door
-from tasks.engine import proposers
-from tasks.engine.lane import lane_store, run_lane
-from tasks.engine.proposers import Work, lane_proposer, plan_proposer
-from tasks.models.run import LaneConfig, LaneSpec
-from tasks.run.key import forget_key
 from tests.import_graph import ROOT, edges
 
 FLOWS_AND_ENGINE = [
-    "flows.cli",
-    "flows.live",
-    "flows.bakeoff",
-    "flows.lane",
-    "flows.discover",
-    "flows.report",
-    "flows.freeze",
-    "flows.campaign",
-    "flows.regression",
-    "tasks.engine.lane",
-    "tasks.engine.discover",
-    "tasks.engine.proposers",
+    "kernel_bakeoff.flows.cli",
+    "kernel_bakeoff.flows.live",
+    "kernel_bakeoff.flows.bakeoff",
+    "kernel_bakeoff.flows.lane",
+    "kernel_bakeoff.flows.discover",
+    "kernel_bakeoff.flows.report",
+    "kernel_bakeoff.flows.freeze",
+    "kernel_bakeoff.flows.campaign",
+    "kernel_bakeoff.flows.regression",
+    "kernel_bakeoff.tasks.engine.lane",
+    "kernel_bakeoff.tasks.engine.discover",
+    "kernel_bakeoff.tasks.engine.proposers",
 ]
 
 
@@ -54,7 +54,7 @@ def test_the_flows_and_the_engine_load_none_of_the_models_room():
         "import importlib, sys\n"
         f"for name in {FLOWS_AND_ENGINE!r}:\n"
         "    importlib.import_module(name)\n"
-        "print(sorted(m for m in sys.modules if m.startswith('tasks.agents')))\n"
+        "print(sorted(m for m in sys.modules if m.startswith('kernel_bakeoff.tasks.agents')))\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
@@ -116,5 +116,11 @@ def test_the_proposer_is_the_search_or_the_backends_unless_a_model_or_a_drop_in_
     assert lane_proposer(work("optimizer", {})) is proposers.search
     assert plan_proposer(work("planner", {})) is proposers.measure_existing
     drop_in = {"optimizer": "tests.role_doubles:baseline_copies"}
-    assert lane_proposer(work("optimizer", drop_in)).__module__ == "tasks.agents.proposing"
-    assert plan_proposer(work("planner", {"planner": "x:y"})).__module__ == "tasks.agents.proposing"
+    assert (
+        lane_proposer(work("optimizer", drop_in)).__module__
+        == "kernel_bakeoff.tasks.agents.proposing"
+    )
+    assert (
+        plan_proposer(work("planner", {"planner": "x:y"})).__module__
+        == "kernel_bakeoff.tasks.agents.proposing"
+    )

@@ -1,6 +1,6 @@
 """The driver in a measurement's fingerprint, read as the kernel module reports it."""
 
-from scripts.fingerprint import _driver_version
+from kernel_bakeoff.scripts.fingerprint import _driver_version
 
 
 def _write(root, rel, text):

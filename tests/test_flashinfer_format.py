@@ -5,14 +5,13 @@ import shutil
 
 import pytest
 import torch
-
-from scripts import manifest
-from scripts.compare import rel_error
-from scripts.errors import BadInput
-from scripts.formats import detect_format, load_spec, module_for
-from scripts.formats.flashinfer import list_operators
-from scripts.freeze import freeze, load_task
-from scripts.spec import OpKind
+from kernel_bakeoff.scripts import manifest
+from kernel_bakeoff.scripts.compare import rel_error
+from kernel_bakeoff.scripts.errors import BadInput
+from kernel_bakeoff.scripts.formats import detect_format, load_spec, module_for
+from kernel_bakeoff.scripts.formats.flashinfer import list_operators
+from kernel_bakeoff.scripts.freeze import freeze, load_task
+from kernel_bakeoff.scripts.spec import OpKind
 
 from .conftest import EXAMPLES, cli_in_process, run_cli
 
@@ -238,7 +237,7 @@ def test_freeze_command_warns_when_it_falls_back_to_another_author(trace_set, tm
 
 def _load_weight_from_file(trace_set, key="weight", shape=(256,)):
     """Point rmsnorm's first workload's weight at a safetensors file inside the trace set."""
-    from scripts.formats.blobs import write_tensors
+    from kernel_bakeoff.scripts.formats.blobs import write_tensors
 
     weight = torch.linspace(0.5, 1.5, shape[0]).to(torch.bfloat16).reshape(shape)
     (trace_set / "tensors").mkdir()
@@ -289,7 +288,7 @@ def test_safetensors_input_that_does_not_fit_is_refused(trace_set, key, shape, m
     ],
 )
 def test_tensor_files_round_trip(tmp_path, tensor):
-    from scripts.formats.blobs import describe, read_tensor, write_tensors
+    from kernel_bakeoff.scripts.formats.blobs import describe, read_tensor, write_tensors
 
     path = tmp_path / "t.safetensors"
     write_tensors(path, {"a": torch.ones(2), "t": tensor})

@@ -8,10 +8,9 @@ import itertools
 import os
 
 import pytest
-
-from scripts.verdict import Status
-from tasks.check.gpu_pool import DevicePool, resolve
-from tasks.models.run import PoolConfig
+from kernel_bakeoff.scripts.verdict import Status
+from kernel_bakeoff.tasks.check.gpu_pool import DevicePool, resolve
+from kernel_bakeoff.tasks.models.run import PoolConfig
 
 from .conftest import EXAMPLES
 from .role_doubles import QUICK
@@ -66,8 +65,8 @@ def read_artifact(key: str):
 def test_lane_whose_agent_never_answers_fails_alone_and_a_rerun_redoes_only_it(
     prefect_api, cpu_slots, tmp_path, monkeypatch
 ):
-    from flows.bakeoff import bakeoff
-    from tasks.models.request import BakeoffRequest
+    from kernel_bakeoff.flows.bakeoff import bakeoff
+    from kernel_bakeoff.tasks.models.request import BakeoffRequest
 
     run_dir = tmp_path / "run"
     common = dict(
@@ -114,8 +113,8 @@ def test_lane_whose_agent_never_answers_fails_alone_and_a_rerun_redoes_only_it(
 
 
 def test_crashing_role_and_broken_candidates_are_recorded(prefect_api, cpu_slots, tmp_path):
-    from flows.bakeoff import bakeoff
-    from tasks.models.request import BakeoffRequest
+    from kernel_bakeoff.flows.bakeoff import bakeoff
+    from kernel_bakeoff.tasks.models.request import BakeoffRequest
 
     report = bakeoff(
         BakeoffRequest(
@@ -149,8 +148,8 @@ def test_crashing_role_and_broken_candidates_are_recorded(prefect_api, cpu_slots
 def test_a_failed_discover_is_said_and_the_input_language_still_competes(
     prefect_api, cpu_slots, tmp_path
 ):
-    from flows.bakeoff import bakeoff
-    from tasks.models.request import BakeoffRequest
+    from kernel_bakeoff.flows.bakeoff import bakeoff
+    from kernel_bakeoff.tasks.models.request import BakeoffRequest
 
     run_dir = tmp_path / "run"
     report = bakeoff(

@@ -179,7 +179,7 @@ def test_ctrl_c_stops_with_one_line_and_the_same_command_resumes(tmp_path, env, 
         full.pop(name, None)  # outside CI Prefect would print its usage notice mid-display
     # budget 1: the lanes phase still lasts a compiled check (seconds), far longer than the
     # 0.2 s poll below needs to see it begin; the resumed run redoes those lanes
-    argv = [sys.executable, "-m", "flows.cli", "run", KERNEL, "--budget", "1"]
+    argv = [sys.executable, "-m", "kernel_bakeoff.flows.cli", "run", KERNEL, "--budget", "1"]
     argv += ["--runs-root", str(tmp_path / "runs")]
     # as at a terminal: a suite started in the background (nohup, `&` in a script) hands its
     # children SIGINT ignored, and Python then never turns Ctrl-C into KeyboardInterrupt

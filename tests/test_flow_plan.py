@@ -4,14 +4,13 @@ import json
 import shutil
 
 import pytest
-
-from flows.opening import validate
-from scripts.errors import BadInput
-from scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
-from tasks.models.plan import CandidateRef, CandidateResult, DiscoverPlan, PlanEntry
-from tasks.models.request import parse_request, resolve_lanes
-from tasks.models.run import LaneResult, Review
-from tasks.report.ranking import rank
+from kernel_bakeoff.flows.opening import validate
+from kernel_bakeoff.scripts.errors import BadInput
+from kernel_bakeoff.scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
+from kernel_bakeoff.tasks.models.plan import CandidateRef, CandidateResult, DiscoverPlan, PlanEntry
+from kernel_bakeoff.tasks.models.request import parse_request, resolve_lanes
+from kernel_bakeoff.tasks.models.run import LaneResult, Review
+from kernel_bakeoff.tasks.report.ranking import rank
 
 from .conftest import EXAMPLES
 
@@ -231,7 +230,7 @@ def test_a_steadier_candidate_of_the_lane_wins_when_the_accepted_one_is_within_t
 
 
 def test_reviewer_passes_over_a_noisy_fastest_candidate_to_a_clean_one(task_dir):
-    from tasks.check.judgement import review_candidates
+    from kernel_bakeoff.tasks.check.judgement import review_candidates
 
     noisy, clean, slow = result("noisy", 3.0, spread=1.0), result("clean", 2.0), result("slow", 1.5)
     review = review_candidates([slow, noisy, clean])
@@ -245,7 +244,7 @@ def test_reviewer_passes_over_a_noisy_fastest_candidate_to_a_clean_one(task_dir)
 
 
 def test_reviewer_flags_when_every_passed_candidate_is_noisy():
-    from tasks.check.judgement import review_candidates
+    from kernel_bakeoff.tasks.check.judgement import review_candidates
 
     review = review_candidates([result("n1", 3.0, spread=1.0), result("n2", 2.0, spread=1.0)])
     assert review.decision == "flagged" and review.candidate == "n1"

@@ -1,8 +1,7 @@
 """The nightly regression flow: a suite file, one bake-off per kernel, one summary artifact."""
 
 import pytest
-
-from scripts.errors import BadInput
+from kernel_bakeoff.scripts.errors import BadInput
 
 from .conftest import EXAMPLES, ROOT
 from .role_doubles import QUICK
@@ -11,7 +10,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_shipped_suite_lists_shipped_examples():
-    from flows.regression import load_suite
+    from kernel_bakeoff.flows.regression import load_suite
 
     kernels = load_suite(ROOT / "deployments" / "suites" / "nightly.toml")
     assert kernels and all(EXAMPLES.as_posix() in k["kernel_path"] for k in kernels)
@@ -28,7 +27,7 @@ def test_shipped_suite_lists_shipped_examples():
     ],
 )
 def test_malformed_suites_are_refused(tmp_path, text, message):
-    from flows.regression import load_suite
+    from kernel_bakeoff.flows.regression import load_suite
 
     suite = tmp_path / "suite.toml"
     suite.write_text(text)
@@ -37,10 +36,9 @@ def test_malformed_suites_are_refused(tmp_path, text, message):
 
 
 def test_nightly_full_bakeoff_runs_every_kernel_and_summarises(prefect_api, tmp_path, monkeypatch):
+    from kernel_bakeoff.flows.regression import regression
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
-
-    from flows.regression import regression
 
     monkeypatch.setenv("BAKEOFF_LOCK_DIR", str(tmp_path / "locks"))
     suite = tmp_path / "suite.toml"
@@ -63,7 +61,7 @@ def test_nightly_full_bakeoff_runs_every_kernel_and_summarises(prefect_api, tmp_
         )[0]
     assert artifact.data == summary
     # the fresh bake-off went into the history, where the next night will look
-    from tasks.store import history
+    from kernel_bakeoff.tasks.store import history
 
     recorded = history.runs(history.history_url(tmp_path / "nightly"), "rmsnorm")
     assert len(recorded) == 1 and recorded[0].kind == "bakeoff"

@@ -5,9 +5,8 @@ import time
 from pathlib import Path
 
 import pytest
-
-from scripts.errors import BadInput
-from tasks.agents import ROLES, RoleFailed, ask, check_agents, render_prompt
+from kernel_bakeoff.scripts.errors import BadInput
+from kernel_bakeoff.tasks.agents import ROLES, RoleFailed, ask, check_agents, render_prompt
 
 pytestmark = pytest.mark.slow
 
@@ -34,8 +33,8 @@ def ask_reviewer(tmp_path, responder, **options):
 
 def test_every_role_has_a_prompt_and_a_deterministic_responder():
     for role, spec in ROLES.items():
-        assert spec.responder.__module__ == "tasks.agents.without_model"
-        check_agents({role: f"tasks.agents.without_model:{spec.responder.__name__}"})
+        assert spec.responder.__module__ == "kernel_bakeoff.tasks.agents.without_model"
+        check_agents({role: f"kernel_bakeoff.tasks.agents.without_model:{spec.responder.__name__}"})
         assert (Path(__file__).parents[1] / "roles" / f"{spec.prompt}.md").is_file()
     text = render_prompt("reviewer", REVIEW_CONTEXT)
     assert "lane t" in text and "(none)" in text
@@ -43,9 +42,9 @@ def test_every_role_has_a_prompt_and_a_deterministic_responder():
 
 def test_unknown_roles_and_unloadable_responders_are_refused():
     with pytest.raises(BadInput, match="unknown role 'critic'"):
-        check_agents({"critic": "tasks.agents.without_model:review"})
+        check_agents({"critic": "kernel_bakeoff.tasks.agents.without_model:review"})
     with pytest.raises(BadInput, match="cannot load responder"):
-        check_agents({"reviewer": "tasks.agents.without_model:no_such_thing"})
+        check_agents({"reviewer": "kernel_bakeoff.tasks.agents.without_model:no_such_thing"})
 
 
 def test_async_responder_that_never_answers_is_given_up(prefect_api, tmp_path):

@@ -7,9 +7,8 @@ import threading
 import time
 
 import pytest
-
-from scripts import forkserver
-from scripts.verdict import Status
+from kernel_bakeoff.scripts import forkserver
+from kernel_bakeoff.scripts.verdict import Status
 
 from .conftest import ROOT
 
@@ -116,7 +115,10 @@ def test_a_server_whose_compiler_touched_the_device_starts_again_without_it(monk
     monkeypatch.setattr(forkserver.os, "execv", execv)
     with pytest.raises(Restarted) as restarted:
         forkserver.serve(compiler=True)
-    assert restarted.value.args[0][1:] == ["-m", "scripts.forkserver"]  # no --compiler
+    assert restarted.value.args[0][1:] == [
+        "-m",
+        "kernel_bakeoff.scripts.forkserver",
+    ]  # no --compiler
 
 
 def test_forks_of_a_fresh_server_can_use_the_device():
@@ -165,7 +167,7 @@ FORKS_ONCE = """
 import os, sys, tempfile
 from pathlib import Path
 sys.path[0] = os.getcwd()  # the repository, importable after the fork's chdir
-from scripts import sandbox
+from kernel_bakeoff.scripts import sandbox
 
 here = Path(sys.argv[1])
 parents = tempfile.TemporaryDirectory(dir=here)  # the forking process's, finalized at its exit
@@ -217,8 +219,8 @@ def test_servers_are_kept_per_judge_environment(monkeypatch):
 def test_a_check_gives_the_same_verdict_cold_and_warm(monkeypatch, tmp_path, name):
     from functools import partial
 
-    from scripts.check import check
-    from scripts.freeze import freeze, measure_baseline
+    from kernel_bakeoff.scripts.check import check
+    from kernel_bakeoff.scripts.freeze import freeze, measure_baseline
 
     small = {"samples": 5, "warmup": 2, "trials": 2}
     corpus = ROOT / "tests" / "corpus"

@@ -2,10 +2,9 @@
 
 import pytest
 import torch
-
-from scripts.compare import rel_error
-from scripts.formats import load_spec, module_for
-from scripts.freeze import freeze, load_task
+from kernel_bakeoff.scripts.compare import rel_error
+from kernel_bakeoff.scripts.formats import load_spec, module_for
+from kernel_bakeoff.scripts.freeze import freeze, load_task
 
 from .conftest import EXAMPLES
 

@@ -2,10 +2,9 @@ import json
 import os
 
 import pytest
-
-from scripts import manifest
-from scripts.errors import BadInput
-from scripts.freeze import freeze, load_task
+from kernel_bakeoff.scripts import manifest
+from kernel_bakeoff.scripts.errors import BadInput
+from kernel_bakeoff.scripts.freeze import freeze, load_task
 
 from .conftest import EXAMPLES
 
@@ -55,7 +54,7 @@ def test_a_freeze_found_in_place_is_checked_against_its_input(tmp_path, monkeypa
     (the one opening asks once a run, so nothing in a process remembers an earlier ask)."""
     import shutil
 
-    from tasks.check import freezing
+    from kernel_bakeoff.tasks.check import freezing
 
     src = tmp_path / "op"
     shutil.copytree(EXAMPLES / "rmsnorm_torch", src)
@@ -69,9 +68,9 @@ def test_a_freeze_found_in_place_is_checked_against_its_input(tmp_path, monkeypa
 
 
 def test_bad_input_in_the_freeze_process_comes_back_as_bad_input(tmp_path):
-    """tasks/check/freezing.py runs the harness's entry point (`python -m scripts.freeze`) in a process
+    """tasks/check/freezing.py runs the harness's entry point (`python -m kernel_bakeoff.scripts.freeze`) in a process
     of its own; what it refuses there is BadInput here, with its words."""
-    from tasks.check import freezing
+    from kernel_bakeoff.tasks.check import freezing
 
     out = tmp_path / "task"
     out.mkdir()

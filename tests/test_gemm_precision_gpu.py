@@ -12,11 +12,10 @@ from pathlib import Path
 
 import pytest
 import torch
-
-from scripts.check import check
-from scripts.verdict import Status
-from tasks.backends import kernel_templates as kt
-from tasks.backends.match import Match
+from kernel_bakeoff.scripts.check import check
+from kernel_bakeoff.scripts.verdict import Status
+from kernel_bakeoff.tasks.backends import kernel_templates as kt
+from kernel_bakeoff.tasks.backends.match import Match
 
 ON_CPU = os.environ.get("BAKEOFF_PRECISION_ON_CPU") == "1"
 pytestmark = [
@@ -58,7 +57,7 @@ def matmul(a, b):
 
 
 def _frozen(tmp_path: Path, name: str, tolerance: str, n: int) -> Path:
-    from scripts.freeze import freeze
+    from kernel_bakeoff.scripts.freeze import freeze
 
     op = tmp_path / name
     op.mkdir()

@@ -252,7 +252,7 @@ def test_the_winners_speedup_is_checked_against_do_bench_figures_taken_the_same_
 def test_every_candidate_that_passed_gets_a_do_bench_peer_from_the_cache_its_check_used(
     tmp_path,
 ):
-    from scripts.freeze import run_baseline_cache
+    from kernel_bakeoff.scripts.freeze import run_baseline_cache
 
     run = tmp_path / "run"
     (run / "task" / "baseline_src").mkdir(parents=True)

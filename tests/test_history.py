@@ -9,8 +9,7 @@ import time
 from datetime import UTC
 
 import pytest
-
-from tasks.store import history
+from kernel_bakeoff.tasks.store import history
 
 from .conftest import ROOT, cli_in_process
 from .test_service import postgres  # noqa: F401  (the module's PostgreSQL server)
@@ -20,7 +19,7 @@ WRITERS, RUNS_EACH = 6, 4
 WRITER = """
 import sys, time, uuid
 from datetime import datetime, timezone
-from tasks.store.history import CandidateOut, RunOut, TimingOut, record
+from kernel_bakeoff.tasks.store.history import CandidateOut, RunOut, TimingOut, record
 url, who, runs, start = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
 while time.time() < start:
     time.sleep(0.005)
@@ -101,7 +100,7 @@ def test_a_store_made_before_a_column_was_added_gets_it(tmp_path, monkeypatch):
     import sqlite3
     from datetime import datetime
 
-    from tasks.store import schema
+    from kernel_bakeoff.tasks.store import schema
 
     def run(rid: str, spread: float | None) -> history.RunOut:
         timing = history.TimingOut(

@@ -17,8 +17,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-
-from scripts import isolation, sandbox
+from kernel_bakeoff.scripts import isolation, sandbox
 
 from .conftest import ROOT
 from .ordinary_user import ordinary_user_prefix, skip_unless_reachable
@@ -83,8 +82,8 @@ class ModelNew(nn.Module):
 ORCHESTRATOR = """
 import sys
 from pathlib import Path
-from scripts.check import check
-from scripts.freeze import freeze
+from kernel_bakeoff.scripts.check import check
+from kernel_bakeoff.scripts.freeze import freeze
 task = freeze(Path(sys.argv[1]), Path(sys.argv[2]))
 verdict = check(task, Path(sys.argv[3]), timeout_s=120, samples=3)
 print("STATUS", verdict.status.value, verdict.reason)
@@ -215,7 +214,7 @@ def test_the_warning_says_what_is_at_stake(monkeypatch):
 
 
 def test_an_input_named_by_a_relative_path_is_read_in_the_sandbox(monkeypatch):
-    from scripts.untrusted import load_spec
+    from kernel_bakeoff.scripts.untrusted import load_spec
 
     monkeypatch.chdir(ROOT)
     spec, src = load_spec(Path("examples/rmsnorm_torch"))

@@ -8,14 +8,13 @@ from functools import partial
 from pathlib import Path
 
 import pytest
-
-from scripts import isolation, judge_clock, tensorfile, untrusted_file
-from scripts.check import check
-from scripts.freeze import freeze, measure_baseline
-from scripts.protocol import SavedTensor
-from scripts.verdict import Status
-from tasks.check.evaluate import evaluate
-from tasks.models.plan import CandidateRef
+from kernel_bakeoff.scripts import isolation, judge_clock, tensorfile, untrusted_file
+from kernel_bakeoff.scripts.check import check
+from kernel_bakeoff.scripts.freeze import freeze, measure_baseline
+from kernel_bakeoff.scripts.protocol import SavedTensor
+from kernel_bakeoff.scripts.verdict import Status
+from kernel_bakeoff.tasks.check.evaluate import evaluate
+from kernel_bakeoff.tasks.models.plan import CandidateRef
 
 from .conftest import ROOT, run_cli
 
@@ -196,7 +195,7 @@ def test_untrusted_files_are_read_only_as_regular_files(tmp_path):
 def test_a_checked_path_swapped_for_a_link_is_not_followed(tmp_path):
     """tool_check resolves the model's path, then copies it: a directory swapped for a link in
     between (the model acts in its workspace meanwhile) is refused, not followed."""
-    from tasks.agents.nofollow import Moved, copy_below
+    from kernel_bakeoff.tasks.agents.nofollow import Moved, copy_below
 
     root, outside = tmp_path / "ws", tmp_path / "oracle"
     (root / "candidates" / "a").mkdir(parents=True)
@@ -221,9 +220,9 @@ def test_a_check_flagged_by_the_judges_clocks_alone_is_run_again():
     samples, or the back-to-back blocks' wall clock, which a loaded host trips for an honest
     process too (CI at 0f4c983: 4.4 ms a call timed, 16.0 ms seen back to back). A flag of
     another kind (the physical floor, a wrong output) is not run again."""
-    from scripts.judge import _only_the_clock
-    from scripts.timing import wall_problem
-    from scripts.verdict import Timing, Verdict, WorkloadVerdict
+    from kernel_bakeoff.scripts.judge import _only_the_clock
+    from kernel_bakeoff.scripts.timing import wall_problem
+    from kernel_bakeoff.scripts.verdict import Timing, Verdict, WorkloadVerdict
 
     samples = [4.2, 4.4, 4.5, 4.3, 4.4]
     timing = Timing(clock="host", sample_count=5, median_ms=4.4, min_ms=4.2, max_ms=4.5,

@@ -9,18 +9,18 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from kernel_bakeoff.scripts.verdict import Status, Timing, Verdict, WorkloadVerdict, geomean
+from kernel_bakeoff.tasks.agents import review as model_review
+from kernel_bakeoff.tasks.agents import without_model
+from kernel_bakeoff.tasks.check import judgement
+from kernel_bakeoff.tasks.models.plan import CandidateRef, CandidateResult
+from kernel_bakeoff.tasks.models.run import LaneResult, Standing
+from kernel_bakeoff.tasks.report import ranking
+from kernel_bakeoff.tasks.report.ranking import rank
+from kernel_bakeoff.tasks.search.runner import tune
+from kernel_bakeoff.tasks.search.score import geomean_ms
+from kernel_bakeoff.tasks.search.space import Param, Space, key
 
-from scripts.verdict import Status, Timing, Verdict, WorkloadVerdict, geomean
-from tasks.agents import review as model_review
-from tasks.agents import without_model
-from tasks.check import judgement
-from tasks.models.plan import CandidateRef, CandidateResult
-from tasks.models.run import LaneResult, Standing
-from tasks.report import ranking
-from tasks.report.ranking import rank
-from tasks.search.runner import tune
-from tasks.search.score import geomean_ms
-from tasks.search.space import Param, Space, key
 from tests.conftest import ROOT
 
 FROZEN = {"small": 0.8, "large": 5.0}  # the frozen baseline's medians, ms

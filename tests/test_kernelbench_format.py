@@ -4,13 +4,12 @@ import sys
 
 import pytest
 import torch
-
-from scripts.errors import BadInput
-from scripts.formats import detect_format, load_spec, module_for
-from scripts.formats.kernelbench import guess_kind
-from scripts.freeze import freeze, load_task
-from scripts.spec import OpKind
-from scripts.verdict import Status
+from kernel_bakeoff.scripts.errors import BadInput
+from kernel_bakeoff.scripts.formats import detect_format, load_spec, module_for
+from kernel_bakeoff.scripts.formats.kernelbench import guess_kind
+from kernel_bakeoff.scripts.freeze import freeze, load_task
+from kernel_bakeoff.scripts.spec import OpKind
+from kernel_bakeoff.scripts.verdict import Status
 
 from .conftest import EXAMPLES, ROOT
 
@@ -69,8 +68,8 @@ def test_inputs_are_deterministic_per_seed():
 AGREEMENT = """
 import sys, torch
 from pathlib import Path
-from scripts import compare
-from scripts.formats import load_spec, module_for
+from kernel_bakeoff.scripts import compare
+from kernel_bakeoff.scripts.formats import load_spec, module_for
 kb, name = Path(sys.argv[1]), sys.argv[2]
 spec, src = load_spec(kb / f"{name}.py")
 fmt = module_for(spec.format)
@@ -157,9 +156,9 @@ def test_a_constructor_that_does_not_match_is_named_in_one_line(tmp_path):
 def test_a_check_of_a_mismatched_constructor_says_one_line_and_no_traceback(tmp_path):
     from functools import partial
 
-    from scripts.check import check
-    from scripts.freeze import measure_baseline
-    from scripts.verdict import Status
+    from kernel_bakeoff.scripts.check import check
+    from kernel_bakeoff.scripts.freeze import measure_baseline
+    from kernel_bakeoff.scripts.verdict import Status
 
     small = {"samples": 5, "warmup": 1, "trials": 1}
     task = freeze(

@@ -9,12 +9,12 @@ from functools import partial
 from pathlib import Path
 
 import pytest
+from kernel_bakeoff.scripts.check import check
+from kernel_bakeoff.scripts.freeze import freeze, measure_baseline
+from kernel_bakeoff.scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
+from kernel_bakeoff.tasks.check.language_rule import NO_EXTENSION, NO_TRITON, ruled
+from kernel_bakeoff.tasks.models.plan import CandidateRef, CandidateResult
 
-from scripts.check import check
-from scripts.freeze import freeze, measure_baseline
-from scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
-from tasks.check.language_rule import NO_EXTENSION, NO_TRITON, ruled
-from tasks.models.plan import CandidateRef, CandidateResult
 from tests.agent_kernels import tiny_softmax
 
 
@@ -106,7 +106,7 @@ def hipModuleLaunchKernel(f, *dims, **kwargs):
 """
 HIP_CALLER = """
 import sys
-from scripts import launches
+from kernel_bakeoff.scripts import launches
 launches.install_extensions()  # before the candidate imports hip-python, as the child does
 from hip import hip
 _, fn = hip.hipModuleGetFunction("module", b"axpy")

@@ -10,13 +10,12 @@ from pathlib import Path
 
 import pytest
 import torch
-
-from scripts import launches
-from scripts.torch_work import Tally
-from scripts.verdict import Status, Timing, TorchWork, Verdict, WorkloadVerdict
-from tasks.check.language_rule import TORCH_SHARE, ruled
-from tasks.check.triton_sources import own_kernels
-from tasks.models.plan import CandidateRef, CandidateResult
+from kernel_bakeoff.scripts import launches
+from kernel_bakeoff.scripts.torch_work import Tally
+from kernel_bakeoff.scripts.verdict import Status, Timing, TorchWork, Verdict, WorkloadVerdict
+from kernel_bakeoff.tasks.check.language_rule import TORCH_SHARE, ruled
+from kernel_bakeoff.tasks.check.triton_sources import own_kernels
+from kernel_bakeoff.tasks.models.plan import CandidateRef, CandidateResult
 
 KERNELS = '''
 import triton
@@ -117,7 +116,7 @@ needs_interpreter = pytest.mark.skipif(
 
 
 def _templates():
-    from tasks.backends.match import Match
+    from kernel_bakeoff.tasks.backends.match import Match
 
     x3 = torch.randn(3, 5, 300)
     w = torch.rand(300)
@@ -142,7 +141,7 @@ def _templates():
 def test_the_kernel_templates_pass_the_triton_lane_rule(tmp_path):
     """Each template rendered at its default point, called as the child calls a candidate's
     checked calls (counted; observed after the first), then ruled: its own Triton, its work."""
-    from tasks.backends import kernel_templates as kt
+    from kernel_bakeoff.tasks.backends import kernel_templates as kt
 
     for i, (match, fn_name, args) in enumerate(_templates()):
         path = tmp_path / f"t{i}" / "impl.py"
@@ -174,7 +173,7 @@ def test_the_device_trace_says_which_kernels_did_the_calls_work():
                 c, "marker"
             )
     device_us: dict[str, float] = {}
-    from scripts.stream_audit import overhangs
+    from kernel_bakeoff.scripts.stream_audit import overhangs
 
     overhangs(events, device_us)
     assert device_us == {"_rows": 30.0, "softmax_warp_forward": 14.0, "at_kernel": 18.0}

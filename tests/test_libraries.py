@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
-
-from tasks import backends
-from tasks.backends import (
+from kernel_bakeoff.tasks import backends
+from kernel_bakeoff.tasks.backends import (
     lib_aiter_ops,
     lib_flag_gems,
     lib_flashinfer,
@@ -21,8 +20,8 @@ from tasks.backends import (
     lib_quack,
     library,
 )
-from tasks.backends.base import BuildContext
-from tasks.backends.match import Match
+from kernel_bakeoff.tasks.backends.base import BuildContext
+from kernel_bakeoff.tasks.backends.match import Match
 
 LIBRARIES = [lib_liger, lib_flag_gems, lib_quack, lib_flashinfer, lib_helion, lib_aiter_ops]
 

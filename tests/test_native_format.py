@@ -1,7 +1,6 @@
 import torch
-
-from scripts.formats import detect_format, load_spec, module_for
-from scripts.spec import OpKind
+from kernel_bakeoff.scripts.formats import detect_format, load_spec, module_for
+from kernel_bakeoff.scripts.spec import OpKind
 
 from .conftest import EXAMPLES
 
@@ -36,7 +35,7 @@ def test_triton_softmax_matches_reference_on_cpu_interpreter():
 
 
 def test_entry_symbols_are_read_from_the_source_without_running_it():
-    from scripts.program import top_level_names
+    from kernel_bakeoff.scripts.program import top_level_names
 
     source = (
         "import torch.nn as nn\nfrom math import erf\nX, (Y, Z) = 1, (2, 3)\n"

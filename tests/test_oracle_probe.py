@@ -84,7 +84,7 @@ CONSTANT = (
 
 
 def test_a_degenerate_oracle_is_said_at_freeze_and_in_every_report(tmp_path, capfd):
-    from flows.report import oracle_warnings
+    from kernel_bakeoff.flows.report import oracle_warnings
 
     op = tmp_path / "cosine"
     op.mkdir()
@@ -107,8 +107,8 @@ def test_a_degenerate_oracle_is_said_at_freeze_and_in_every_report(tmp_path, cap
 
 
 def test_the_shipped_examples_are_not_degenerate():
-    from scripts.formats import load_spec
-    from scripts.oracle_probe import probe
+    from kernel_bakeoff.scripts.formats import load_spec
+    from kernel_bakeoff.scripts.oracle_probe import probe
 
     for path, options in [
         (EXAMPLES / "rmsnorm_torch", {}),
@@ -155,8 +155,8 @@ def test_input_distributions_reach_every_check(tmp_path, capfd):
 
 
 def test_offset_and_draws_shape_the_inputs():
-    from scripts.program import native_inputs
-    from scripts.spec import OpSpec
+    from kernel_bakeoff.scripts.program import native_inputs
+    from kernel_bakeoff.scripts.spec import OpSpec
 
     spec = OpSpec(
         name="op",

@@ -5,13 +5,12 @@ import json
 
 import pytest
 import torch
-
-from scripts import sizes
-from scripts.check import check
-from scripts.formats import load_spec, module_for
-from scripts.freeze import freeze, load_task
-from scripts.spec import OpSpec
-from scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
+from kernel_bakeoff.scripts import sizes
+from kernel_bakeoff.scripts.check import check
+from kernel_bakeoff.scripts.formats import load_spec, module_for
+from kernel_bakeoff.scripts.freeze import freeze, load_task
+from kernel_bakeoff.scripts.spec import OpSpec
+from kernel_bakeoff.scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
 
 # Sums rows in pairs: its reference refuses an odd number of rows.
 PAIRS = """
@@ -264,7 +263,7 @@ def test_the_isolated_probe_survives_a_reference_that_kills_its_process(
     monkeypatch.setenv("BAKEOFF_WARM_START", warm)
     spec, src = load_spec(_write(tmp_path / "crashing.py", CRASHING))
     out = sizes.add_other_sizes(spec, src, device="cpu", isolated=True)
-    assert forked == (["scripts.sizes"] * 2 if warm == "1" else [])
+    assert forked == (["kernel_bakeoff.scripts.sizes"] * 2 if warm == "1" else [])
     probed = {p.workload: p for p in out.sizes_probed}
     assert list(probed) == [
         "default@batch_size=3",
@@ -357,10 +356,10 @@ def _timing(ms: float) -> Timing:
 
 
 def test_ranking_ignores_checked_only_workloads(tmp_path):
-    from tasks.check.standing import baseline_stats
-    from tasks.models.plan import CandidateRef, CandidateResult
-    from tasks.models.run import LaneResult, Review
-    from tasks.report.ranking import rank
+    from kernel_bakeoff.tasks.check.standing import baseline_stats
+    from kernel_bakeoff.tasks.models.plan import CandidateRef, CandidateResult
+    from kernel_bakeoff.tasks.models.run import LaneResult, Review
+    from kernel_bakeoff.tasks.report.ranking import rank
 
     spec = {"name": "op", "entry": "kernel.py:op", "language": "torch",
             "workloads": [{"name": "a"}, {"name": "a@n=3", "timed": False}]}  # fmt: skip

@@ -9,9 +9,8 @@ import threading
 import time
 
 import pytest
-
-from scripts.errors import BadInput
-from tasks.check.gpu_pool import (
+from kernel_bakeoff.scripts.errors import BadInput
+from kernel_bakeoff.tasks.check.gpu_pool import (
     DevicePool,
     Devices,
     cpu_slot_count,
@@ -19,7 +18,7 @@ from tasks.check.gpu_pool import (
     resolve,
     visible_ids,
 )
-from tasks.models.run import PoolConfig
+from kernel_bakeoff.tasks.models.run import PoolConfig
 
 from .conftest import ROOT
 
@@ -57,9 +56,9 @@ def test_a_triton_kernel_is_checked_on_a_cpu_lease_without_triton_interpret_set(
     """A flow run that a worker started has no `bakeoff run` to set TRITON_INTERPRET: the
     lease's environment carries it. Found with `benchmarks/multi_gpu_service.py` on CPU slots,
     where every Triton check had failed with "0 active drivers"."""
-    from scripts.check import check
-    from scripts.verdict import Status
-    from tasks.check.freezing import freeze_isolated
+    from kernel_bakeoff.scripts.check import check
+    from kernel_bakeoff.scripts.verdict import Status
+    from kernel_bakeoff.tasks.check.freezing import freeze_isolated
 
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     pool = PoolConfig(cpu_slots=1, lock_dir=str(tmp_path / "locks"))
@@ -130,7 +129,7 @@ def test_pin_mode_gives_lane_i_device_i(tmp_path):
 def test_killed_holder_gives_its_device_back(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "BAKEOFF_LOCK_DIR": str(tmp_path)}
     holder = subprocess.Popen(
-        [sys.executable, "-m", "tasks.check.gpu_pool", "--cpu-slots", "1", "hold"],
+        [sys.executable, "-m", "kernel_bakeoff.tasks.check.gpu_pool", "--cpu-slots", "1", "hold"],
         env=env,
         stdout=subprocess.PIPE,
         text=True,

@@ -7,16 +7,16 @@ import shutil
 from pathlib import Path
 
 import pytest
+from kernel_bakeoff.scripts.check import check, precompile
+from kernel_bakeoff.scripts.errors import BadInput
+from kernel_bakeoff.scripts.verdict import Status
+from kernel_bakeoff.tasks.backends import torch_compile
+from kernel_bakeoff.tasks.backends.base import BuildContext
+from kernel_bakeoff.tasks.check.deadline import Deadline
+from kernel_bakeoff.tasks.check.evaluate import Evaluator, precompile_jobs
+from kernel_bakeoff.tasks.models.plan import CandidateRef
+from kernel_bakeoff.tasks.run.store import LaneStore
 
-from scripts.check import check, precompile
-from scripts.errors import BadInput
-from scripts.verdict import Status
-from tasks.backends import torch_compile
-from tasks.backends.base import BuildContext
-from tasks.check.deadline import Deadline
-from tasks.check.evaluate import Evaluator, precompile_jobs
-from tasks.models.plan import CandidateRef
-from tasks.run.store import LaneStore
 from tests.conftest import EXAMPLES
 
 JOBS_VAR = "BAKEOFF_PRECOMPILE_JOBS"  # a field of tasks/run/settings.py
@@ -47,7 +47,7 @@ PLUMBING = {"other_sizes": False, "probe_oracle": False}
 
 @pytest.fixture(scope="module")
 def frozen_rmsnorm(tmp_path_factory) -> Path:
-    from scripts.freeze import freeze
+    from kernel_bakeoff.scripts.freeze import freeze
 
     op = one_workload_rmsnorm(tmp_path_factory.mktemp("op") / "rmsnorm_torch")
     return freeze(op, tmp_path_factory.mktemp("task") / "rmsnorm", **PLUMBING)
@@ -145,7 +145,7 @@ def test_the_evaluator_precompiles_into_the_cache_its_check_uses(
 def test_a_search_lane_precompiles_what_it_will_check_into_the_checks_caches(
     prefect_api, frozen_rmsnorm, tmp_path, monkeypatch
 ):
-    from tasks.engine.search_lane import run_search
+    from kernel_bakeoff.tasks.engine.search_lane import run_search
 
     monkeypatch.setenv(JOBS_VAR, "2")  # the torch lane's compiles: asked for by name
     store = LaneStore(tmp_path / "lanes" / "torch")
@@ -178,7 +178,7 @@ def test_a_search_lane_precompiles_what_it_will_check_into_the_checks_caches(
 
 @pytest.mark.slow
 def test_a_compiled_baseline_is_built_once_for_the_checks_beside_it(tmp_path):
-    from scripts.freeze import freeze
+    from kernel_bakeoff.scripts.freeze import freeze
 
     op = one_workload_rmsnorm(tmp_path / "op")
     kernel = op / "kernel.py"
@@ -226,9 +226,9 @@ def rmsnorm(x, weight, eps=1e-6):
 
 @pytest.mark.slow
 def test_a_baseline_frozen_into_a_run_is_built_by_its_freeze_alone(prefect_api, tmp_path):
-    from scripts.freeze import freeze, run_baseline_cache
-    from tasks.backends.wrappers import baseline_candidate
-    from tasks.models.plan import CandidateRef
+    from kernel_bakeoff.scripts.freeze import freeze, run_baseline_cache
+    from kernel_bakeoff.tasks.backends.wrappers import baseline_candidate
+    from kernel_bakeoff.tasks.models.plan import CandidateRef
 
     op = tmp_path / "op"
     shutil.copytree(EXAMPLES / "rmsnorm_torch", op)

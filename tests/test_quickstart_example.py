@@ -16,15 +16,14 @@ import stat
 import subprocess
 
 import pytest
-
-from scripts.check import check
-from scripts.freeze import freeze
-from scripts.verdict import Status
-from tasks.backends import torch_compile
-from tasks.backends.base import BuildContext
-from tasks.check.judgement import margin, review_candidates
-from tasks.check.standing import baseline_stats
-from tasks.models.plan import CandidateResult
+from kernel_bakeoff.scripts.check import check
+from kernel_bakeoff.scripts.freeze import freeze
+from kernel_bakeoff.scripts.verdict import Status
+from kernel_bakeoff.tasks.backends import torch_compile
+from kernel_bakeoff.tasks.backends.base import BuildContext
+from kernel_bakeoff.tasks.check.judgement import margin, review_candidates
+from kernel_bakeoff.tasks.check.standing import baseline_stats
+from kernel_bakeoff.tasks.models.plan import CandidateResult
 
 from .conftest import EXAMPLES, ROOT
 

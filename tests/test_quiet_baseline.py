@@ -15,11 +15,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from kernel_bakeoff.scripts import manifest
+from kernel_bakeoff.tasks.check.quiet_baseline import host_bound, retime_while_noisy
+from kernel_bakeoff.tasks.check.standing import noisy_baseline
 from rich.console import Console
-
-from scripts import manifest
-from tasks.check.quiet_baseline import host_bound, retime_while_noisy
-from tasks.check.standing import noisy_baseline
 
 from .conftest import EXAMPLES
 
@@ -99,8 +98,8 @@ def test_a_host_bound_baseline_timed_beside_the_start_up_is_timed_again(
 ):
     """What `bakeoff run` does after the start-up it ran beside the freeze (a GPU host): a
     baseline whose host took as long to queue a call as the device to run it is frozen again."""
-    from flows.live import _quiet_at_freeze
-    from tasks.models.request import BakeoffRequest
+    from kernel_bakeoff.flows.live import _quiet_at_freeze
+    from kernel_bakeoff.tasks.models.request import BakeoffRequest
 
     monkeypatch.setenv("BAKEOFF_LOCK_DIR", str(tmp_path / "locks"))
     monkeypatch.setenv("BAKEOFF_RETIME_TRIES", "0")  # the host-bound re-time alone is seen here
@@ -125,7 +124,7 @@ def test_a_freeze_on_a_host_made_busy_is_retimed_or_said(tmp_path, monkeypatch):
     """Burners on every core while the baseline is frozen, stopped before it is re-timed: the
     frozen figure is never kept silently. Whether these burners make it noisy depends on the
     host; when they do, it must have been re-timed, and what is kept is quiet or said."""
-    from scripts.freeze import freeze
+    from kernel_bakeoff.scripts.freeze import freeze
 
     monkeypatch.setenv("BAKEOFF_RETIME_TRIES", "1")
     cores = len(os.sched_getaffinity(0))

@@ -7,14 +7,13 @@ import itertools
 import json
 
 import pytest
-
-from scripts.baseline import BaselineWorkload
-from scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
-from scripts.verify import drift, drifted
-from tasks.check.standing import timing_doubts
-from tasks.models.plan import CandidateRef, CandidateResult
-from tasks.models.run import LaneResult, Review
-from tasks.report.ranking import rank
+from kernel_bakeoff.scripts.baseline import BaselineWorkload
+from kernel_bakeoff.scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
+from kernel_bakeoff.scripts.verify import drift, drifted
+from kernel_bakeoff.tasks.check.standing import timing_doubts
+from kernel_bakeoff.tasks.models.plan import CandidateRef, CandidateResult
+from kernel_bakeoff.tasks.models.run import LaneResult, Review
+from kernel_bakeoff.tasks.report.ranking import rank
 
 FROZEN_MS = 5.712
 FROZEN_SAMPLES = [5.70, 5.71, 5.712, 5.72, 5.73]
@@ -161,10 +160,10 @@ def test_drift_needs_a_move_beyond_both_spreads():
 
 
 def test_a_noisy_frozen_baseline_is_said_in_one_line_and_in_the_report(task):
-    from tasks.check.standing import noisy_baseline
-    from tasks.models.run import Report
-    from tasks.report.ranking import measurement
-    from tasks.report.render import render
+    from kernel_bakeoff.tasks.check.standing import noisy_baseline
+    from kernel_bakeoff.tasks.models.run import Report
+    from kernel_bakeoff.tasks.report.ranking import measurement
+    from kernel_bakeoff.tasks.report.render import render
 
     assert noisy_baseline(task) is None  # a spread well under 25%
     base = json.loads((task / "baseline.json").read_text())

@@ -3,11 +3,11 @@ baseline, the fastest was flagged, a tie within the noise."""
 
 import statistics
 
-from scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
-from tasks.check.standing import baseline_stats
-from tasks.models.plan import CandidateRef, CandidateResult, DiscoverPlan
-from tasks.models.run import DiscoverOutcome, LaneResult, Review
-from tasks.report.ranking import rank
+from kernel_bakeoff.scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
+from kernel_bakeoff.tasks.check.standing import baseline_stats
+from kernel_bakeoff.tasks.models.plan import CandidateRef, CandidateResult, DiscoverPlan
+from kernel_bakeoff.tasks.models.run import DiscoverOutcome, LaneResult, Review
+from kernel_bakeoff.tasks.report.ranking import rank
 
 REL = 0.01  # each candidate's own relative spread
 

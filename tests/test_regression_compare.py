@@ -11,10 +11,9 @@ import shutil
 from datetime import UTC, datetime
 
 import pytest
-
-from scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
-from tasks.store import history
-from tasks.store.trend import compare
+from kernel_bakeoff.scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
+from kernel_bakeoff.tasks.store import history
+from kernel_bakeoff.tasks.store.trend import compare
 
 from .conftest import EXAMPLES
 
@@ -125,12 +124,11 @@ def test_a_result_that_no_longer_passes_regresses():
 def test_nightly_detects_a_slowed_winner_and_passes_an_unchanged_one(
     prefect_api, frozen_rmsnorm, tmp_path, monkeypatch
 ):
+    import kernel_bakeoff.scripts.check
+    from kernel_bakeoff.flows.regression import regression
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
     from prefect.client.schemas.sorting import ArtifactSort
-
-    import scripts.check
-    from flows.regression import regression
 
     from .controlled_timings import control_checks
 
@@ -140,7 +138,7 @@ def test_nightly_detects_a_slowed_winner_and_passes_an_unchanged_one(
     shutil.copytree(frozen_rmsnorm / "baseline_src", winner)
     for p in [winner, *winner.rglob("*")]:
         p.chmod(0o755 if p.is_dir() else 0o644)
-    v = scripts.check.check(frozen_rmsnorm, winner, samples=10)
+    v = kernel_bakeoff.scripts.check.check(frozen_rmsnorm, winner, samples=10)
     assert v.passed, v.reason
     url = f"sqlite:///{tmp_path / 'history.sqlite'}"
     base = history.baseline_candidate(frozen_rmsnorm)

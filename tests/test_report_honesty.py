@@ -5,14 +5,14 @@ and lane outcomes named for what stopped them."""
 import json
 from datetime import timedelta
 
-from flows import phases
-from scripts.spec import OpSpec
-from scripts.verdict import Status
-from tasks.models.run import LaneConfig, LaneResult, LaneSpec, Report, Review
-from tasks.report.ranking import rank
-from tasks.report.render import render
-from tasks.run.lane_status import settle
-from tasks.run.store import now
+from kernel_bakeoff.flows import phases
+from kernel_bakeoff.scripts.spec import OpSpec
+from kernel_bakeoff.scripts.verdict import Status
+from kernel_bakeoff.tasks.models.run import LaneConfig, LaneResult, LaneSpec, Report, Review
+from kernel_bakeoff.tasks.report.ranking import rank
+from kernel_bakeoff.tasks.report.render import render
+from kernel_bakeoff.tasks.run.lane_status import settle
+from kernel_bakeoff.tasks.run.store import now
 
 from . import test_flow_plan
 from .test_flow_plan import lane, result
@@ -180,9 +180,9 @@ def test_phase_lines_leave_the_baseline_out_and_say_a_run_resumed():
 def test_a_run_out_of_its_box_says_so_in_its_report(task_dir, tmp_path, monkeypatch):
     """BAKEOFF_ISOLATION=none: the loud line heads the report's warnings (report.md, the HTML
     page, the terminal's list), not only the checks' logs; in the box it is absent."""
-    from flows.report import with_box_warning
-    from scripts import isolation
-    from tasks.report import html as report_html
+    from kernel_bakeoff.flows.report import with_box_warning
+    from kernel_bakeoff.scripts import isolation
+    from kernel_bakeoff.tasks.report import html as report_html
 
     monkeypatch.setenv("BAKEOFF_ISOLATION", "none")
     warnings = with_box_warning(["Discover failed"])
@@ -212,7 +212,7 @@ def test_an_input_retimed_apart_from_the_frozen_figure_is_said_first(task_dir):
     """The `baseline` row (the input re-timed by Discover) against the frozen figure (1 ms, 2%
     spread): within the spreads nothing is said; 0.88x beyond them, report.md's first line
     after the title says so."""
-    from tasks.report.baseline_agreement import disagreement
+    from kernel_bakeoff.tasks.report.baseline_agreement import disagreement
 
     def rows_with(baseline_speedup):
         base = result("input", baseline_speedup, mode="baseline")

@@ -11,9 +11,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-
-from scripts.spec import OpSpec
-from tasks.check.roofline import DeviceRates, floors
+from kernel_bakeoff.scripts.spec import OpSpec
+from kernel_bakeoff.tasks.check.roofline import DeviceRates, floors
 
 from .browser import available, browser_run, dump_dom, screenshot
 from .conftest import ROOT

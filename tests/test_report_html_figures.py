@@ -6,14 +6,13 @@ roofline keeps decimals on its ticks and gives each candidate one colour, its le
 import json
 
 import pytest
-
-from scripts.spec import InputSpec, OpSpec, Workload
-from scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
-from tasks.check.roofline import DeviceRates
-from tasks.models.plan import CandidateRef, CandidateResult
-from tasks.models.run import LaneResult, Report, Review
-from tasks.report import html as report_html
-from tasks.report.ranking import rank
+from kernel_bakeoff.scripts.spec import InputSpec, OpSpec, Workload
+from kernel_bakeoff.scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
+from kernel_bakeoff.tasks.check.roofline import DeviceRates
+from kernel_bakeoff.tasks.models.plan import CandidateRef, CandidateResult
+from kernel_bakeoff.tasks.models.run import LaneResult, Report, Review
+from kernel_bakeoff.tasks.report import html as report_html
+from kernel_bakeoff.tasks.report.ranking import rank
 
 FROZEN_MS = 5.712
 

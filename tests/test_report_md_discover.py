@@ -2,11 +2,12 @@
 version, template and configuration, compile mode) and its median over the op's floor, from the
 same computation (report_html.discover_context); a report rendered without it stays as it was."""
 
-from tasks.models.plan import DiscoverPlan
-from tasks.models.run import DiscoverOutcome
-from tasks.report import html as report_html
-from tasks.report.ranking import rank
-from tasks.report.render import render
+from kernel_bakeoff.tasks.models.plan import DiscoverPlan
+from kernel_bakeoff.tasks.models.run import DiscoverOutcome
+from kernel_bakeoff.tasks.report import html as report_html
+from kernel_bakeoff.tasks.report.ranking import rank
+from kernel_bakeoff.tasks.report.render import render
+
 from tests import test_report_html_figures as figs
 from tests.test_report_html_figures import RATES, report_of, result
 

@@ -1,12 +1,13 @@
 """The trace's flops and bytes in the roofline (a KernelBench problem declares neither), and
 Discover's table: each candidate's origin and its time over the floor."""
 
-from scripts.formats import load_spec
-from scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
-from tasks.backends.trace import trace
-from tasks.check.roofline import DeviceRates, floors
-from tasks.discover import table as discover_table
-from tasks.models.plan import CandidateRef, CandidateResult, DiscoverPlan
+from kernel_bakeoff.scripts.formats import load_spec
+from kernel_bakeoff.scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
+from kernel_bakeoff.tasks.backends.trace import trace
+from kernel_bakeoff.tasks.check.roofline import DeviceRates, floors
+from kernel_bakeoff.tasks.discover import table as discover_table
+from kernel_bakeoff.tasks.models.plan import CandidateRef, CandidateResult, DiscoverPlan
+
 from tests.conftest import EXAMPLES
 
 RATES = DeviceRates(arch="x", bandwidth=1e12, peak_flops=1e15, source="datasheet", note="")

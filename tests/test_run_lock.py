@@ -7,13 +7,12 @@ import subprocess
 import sys
 
 import pytest
-
-from scripts.errors import BadInput
-from tasks.run.lock import LOCK_FILE, held_here, run_lock
+from kernel_bakeoff.scripts.errors import BadInput
+from kernel_bakeoff.tasks.run.lock import LOCK_FILE, held_here, run_lock
 
 from .conftest import EXAMPLES, ROOT, run_cli
 
-HOLD = "import sys, time\nfrom tasks.run.lock import run_lock\nwith run_lock(sys.argv[1]):\n    print('held', flush=True)\n    time.sleep(600)\n"
+HOLD = "import sys, time\nfrom kernel_bakeoff.tasks.run.lock import run_lock\nwith run_lock(sys.argv[1]):\n    print('held', flush=True)\n    time.sleep(600)\n"
 
 
 @pytest.fixture
@@ -87,9 +86,9 @@ def test_bakeoff_run_into_a_busy_run_directory_is_one_line_and_touches_nothing(h
 def test_a_flow_takes_an_opened_run_only_from_the_process_that_opened_it(tmp_path, frozen_rmsnorm):
     """A flow's parameters are whatever its caller typed (a UI's form too): an opened run is
     believed only where this process holds its lock, and its frozen task must verify."""
-    from flows.opening import Opened, check_opened
-    from tasks.models.request import BakeoffRequest
-    from tasks.run.input_identity import Frozen, SpecSource
+    from kernel_bakeoff.flows.opening import Opened, check_opened
+    from kernel_bakeoff.tasks.models.request import BakeoffRequest
+    from kernel_bakeoff.tasks.run.input_identity import Frozen, SpecSource
 
     kernel = str(EXAMPLES / "rmsnorm_torch")
     frozen = Frozen.read(frozen_rmsnorm, SpecSource(input=kernel, frozen_from=kernel))

@@ -3,9 +3,9 @@
 import json
 
 import pytest
+from kernel_bakeoff.tasks.check.judgement import speed
+from kernel_bakeoff.tasks.engine.search_lane import run_search
 
-from tasks.check.judgement import speed
-from tasks.engine.search_lane import run_search
 from tests.conftest import EXAMPLES
 from tests.inprocess_check import make_check
 
@@ -111,7 +111,7 @@ def test_author_mode_tunes_the_given_source(frozen_softmax, tmp_path):
 
 
 def test_a_lane_hands_what_it_will_check_to_precompile_first(frozen_softmax, tmp_path):
-    from tasks.check.evaluate import identity
+    from kernel_bakeoff.tasks.check.evaluate import identity
 
     check = make_check(frozen_softmax, samples=1)
     precompiled = []

@@ -18,7 +18,7 @@ PROGRAM = textwrap.dedent(
     """
     import sys, time
     import httpx
-    from flows.prefect_workarounds import start_beside_freeze
+    from kernel_bakeoff.flows.prefect_workarounds import start_beside_freeze
     t0 = time.monotonic()
     join = start_beside_freeze(sys.argv[1])
     returned = time.monotonic() - t0
@@ -74,9 +74,9 @@ def test_on_a_cpu_host_nothing_starts_early(tmp_path):
 WARM_FORKS = textwrap.dedent(
     """
     import sys
-    from scripts import forkserver
-    import flows.live as live
-    from tasks.models.request import BakeoffRequest
+    from kernel_bakeoff.scripts import forkserver
+    import kernel_bakeoff.flows.live as live
+    from kernel_bakeoff.tasks.models.request import BakeoffRequest
 
     made = []
     class Counted(forkserver.Server):

@@ -20,8 +20,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
-from tasks.check.gpu_pool import DevicePool, Devices
+from kernel_bakeoff.tasks.check.gpu_pool import DevicePool, Devices
 
 from .conftest import ROOT
 from .role_doubles import QUICK
@@ -490,7 +489,7 @@ def test_a_bakeoff_killed_during_discover_keeps_the_checks_it_finished(service, 
     check: the next run takes that check as it was and checks only the second."""
     params = bakeoff_params(tmp_path / "runs", "bakeoff", planner="discover_checks_two_copies")
     script = (
-        "from flows.bakeoff import bakeoff; from tasks.models.request import BakeoffRequest; "
+        "from kernel_bakeoff.flows.bakeoff import bakeoff; from kernel_bakeoff.tasks.models.request import BakeoffRequest; "
         f"bakeoff(BakeoffRequest(**{params!r}))"
     )
     env = {**service.env, "BAKEOFF_LOCK_DIR": str(tmp_path / "locks")}

@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from kernel_bakeoff.scripts.errors import BadInput
+from kernel_bakeoff.tasks.run import settings
+from kernel_bakeoff.tasks.run.settings import BakeoffSettings, current, enter, forget, load
 
-from scripts.errors import BadInput
-from tasks.run import settings
-from tasks.run.settings import BakeoffSettings, current, enter, forget, load
 from tests.conftest import ROOT, cli_in_process
 
 SETTINGS_MODULE = ROOT / "tasks" / "run" / "settings.py"
@@ -212,7 +212,7 @@ def test_a_history_url_with_a_password_is_not_shown(monkeypatch):
 
 def test_importing_the_settings_reads_nothing():
     # a bad value in the environment: an import that read it would fail
-    code = "import tasks.run.settings as s; assert s._entered is None; print('ok')"
+    code = "import kernel_bakeoff.tasks.run.settings as s; assert s._entered is None; print('ok')"
     env = {"BAKEOFF_CPU_SLOTS": "abc", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True

@@ -1,7 +1,7 @@
 """The warm-up's rule (scripts/settle.py): on until the last five calls' median stops moving,
 bounded; a clock the test drives, so the rule is seen call by call."""
 
-from scripts import settle
+from kernel_bakeoff.scripts import settle
 
 
 class Calls:

@@ -6,9 +6,8 @@ the annotation and the marker."""
 import json
 
 import pytest
-
-from scripts.stream_audit import Missing, StreamAudit, overhangs
-from scripts.timing import Clock
+from kernel_bakeoff.scripts.stream_audit import Missing, StreamAudit, overhangs
+from kernel_bakeoff.scripts.timing import Clock
 
 
 def trace(k: int, t0: float, side_end: float) -> list[dict]:

@@ -9,11 +9,11 @@ def proc(pid, ppid, cmd, cpu, comm="python"):
 
 def test_servers_are_split_from_their_forks_and_named_by_what_started_them(capsys):
     worker = proc(10, 1, "python -u -c import sys;exec(eval(sys.stdin.readline()))", 50.0)
-    freeze = proc(20, 10, "python -m scripts.freeze kernel out answer.json", 1.0)
-    compiling = proc(30, 10, "python -m scripts.forkserver --compiler", 4.0)
-    plain = proc(40, 20, "python -m scripts.forkserver", 1.5)
-    forks = [proc(31, 30, "python -m scripts.forkserver --compiler", 0.25),
-             proc(41, 40, "python -m scripts.forkserver", 0.5)]  # fmt: skip
+    freeze = proc(20, 10, "python -m kernel_bakeoff.scripts.freeze kernel out answer.json", 1.0)
+    compiling = proc(30, 10, "python -m kernel_bakeoff.scripts.forkserver --compiler", 4.0)
+    plain = proc(40, 20, "python -m kernel_bakeoff.scripts.forkserver", 1.5)
+    forks = [proc(31, 30, "python -m kernel_bakeoff.scripts.forkserver --compiler", 0.25),
+             proc(41, 40, "python -m kernel_bakeoff.scripts.forkserver", 0.5)]  # fmt: skip
     servers([worker, freeze, compiling, plain, *forks])
     lines = [" ".join(line.split()) for line in capsys.readouterr().out.splitlines()]
     assert lines == [

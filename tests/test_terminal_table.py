@@ -4,14 +4,13 @@ beside the speedup, a skipped lane says why and does not spin, the winner's path
 
 import io
 
+from kernel_bakeoff.flows.live import LaneSpinner
+from kernel_bakeoff.flows.run_table import lane_lines, ranking_table, short, winner_line
+from kernel_bakeoff.scripts.verdict import Status
+from kernel_bakeoff.tasks.models.run import LaneResult, Report, Review
+from kernel_bakeoff.tasks.report.ranking import rank
 from rich.console import Console
 from rich.progress import Progress
-
-from flows.live import LaneSpinner
-from flows.run_table import lane_lines, ranking_table, short, winner_line
-from scripts.verdict import Status
-from tasks.models.run import LaneResult, Report, Review
-from tasks.report.ranking import rank
 
 from . import test_flow_plan
 from .test_flow_plan import lane, result
@@ -89,10 +88,12 @@ def test_a_flow_that_cannot_even_be_imported_hands_back_its_error(monkeypatch, t
     image lacked a dependency: the command said only `KeyError: 'report'`)."""
     import sys
 
-    from flows.live import _run_flow
-    from tasks.models.request import BakeoffRequest
+    from kernel_bakeoff.flows.live import _run_flow
+    from kernel_bakeoff.tasks.models.request import BakeoffRequest
 
-    monkeypatch.setitem(sys.modules, "flows.bakeoff", None)  # its import raises ImportError
+    monkeypatch.setitem(
+        sys.modules, "kernel_bakeoff.flows.bakeoff", None
+    )  # its import raises ImportError
     out: dict = {}
     _run_flow(BakeoffRequest(kernel_path=str(tmp_path)), out)
     assert isinstance(out.get("error"), ImportError) and "report" not in out

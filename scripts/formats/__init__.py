@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scripts.errors import BadInput
-from scripts.formats import native
+from kernel_bakeoff.scripts.errors import BadInput
+from kernel_bakeoff.scripts.formats import native
 
 FORMATS = {"native": native}
 
@@ -22,9 +22,9 @@ def _register_optional() -> None:
     # Formats added by later modules register themselves here without import cycles.
     for name in ("kernelbench", "flashinfer"):
         try:
-            FORMATS[name] = __import__(f"scripts.formats.{name}", fromlist=[name])
+            FORMATS[name] = __import__(f"kernel_bakeoff.scripts.formats.{name}", fromlist=[name])
         except ModuleNotFoundError as exc:
-            if exc.name != f"scripts.formats.{name}":
+            if exc.name != f"kernel_bakeoff.scripts.formats.{name}":
                 raise
 
 

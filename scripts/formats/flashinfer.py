@@ -21,12 +21,11 @@ import shutil
 from pathlib import Path
 
 import torch
-
-from scripts.errors import BadInput
-from scripts.formats import blobs, traceset
-from scripts.formats.staging import scratch_dir, write_file
-from scripts.program import drawn, generate, generator, resolve_entry, shape_of
-from scripts.spec import DTYPES, InputSpec, OpKind, OpSpec, Workload
+from kernel_bakeoff.scripts.errors import BadInput
+from kernel_bakeoff.scripts.formats import blobs, traceset
+from kernel_bakeoff.scripts.formats.staging import scratch_dir, write_file
+from kernel_bakeoff.scripts.program import drawn, generate, generator, resolve_entry, shape_of
+from kernel_bakeoff.scripts.spec import DTYPES, InputSpec, OpKind, OpSpec, Workload
 
 OPTIONS = ("op", "solution")
 REFERENCE = "reference.py:run"

@@ -20,13 +20,12 @@ import shutil
 from pathlib import Path
 
 import torch
-
-from scripts.errors import BadInput
-from scripts.formats.staging import scratch_dir
-from scripts.program import import_file, top_level_names
-from scripts.safe_paths import safe_name
-from scripts.size_variants import Variant, targets
-from scripts.spec import DTYPES, InputSpec, OpKind, OpSpec, Workload
+from kernel_bakeoff.scripts.errors import BadInput
+from kernel_bakeoff.scripts.formats.staging import scratch_dir
+from kernel_bakeoff.scripts.program import import_file, top_level_names
+from kernel_bakeoff.scripts.safe_paths import safe_name
+from kernel_bakeoff.scripts.size_variants import Variant, targets
+from kernel_bakeoff.scripts.spec import DTYPES, InputSpec, OpKind, OpSpec, Workload
 
 REQUIRED = ("Model", "get_inputs", "get_init_inputs")
 CANDIDATE_CLASS = "ModelNew"

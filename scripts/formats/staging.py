@@ -7,7 +7,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from scripts.errors import BadInput
+from kernel_bakeoff.scripts.errors import BadInput
 
 _made: list[Path] = []
 

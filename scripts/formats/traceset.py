@@ -16,10 +16,9 @@ import logging
 from pathlib import Path
 from typing import Literal
 
+from kernel_bakeoff.scripts.errors import BadInput
+from kernel_bakeoff.scripts.program import top_level_names
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-
-from scripts.errors import BadInput
-from scripts.program import top_level_names
 
 log = logging.getLogger("bakeoff.formats.flashinfer")
 

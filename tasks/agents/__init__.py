@@ -69,5 +69,5 @@ def __getattr__(name: str):
     if name in _LAZY:
         import importlib
 
-        return getattr(importlib.import_module(f"tasks.agents.{_LAZY[name]}"), name)
-    raise AttributeError(f"module 'tasks.agents' has no attribute {name!r}")
+        return getattr(importlib.import_module(f"kernel_bakeoff.tasks.agents.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'kernel_bakeoff.tasks.agents' has no attribute {name!r}")

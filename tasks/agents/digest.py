@@ -12,10 +12,9 @@ could print rows of its own): advice and context, never a verdict of the record.
 
 from __future__ import annotations
 
+from kernel_bakeoff.tasks.agents.profile_parse import KernelStat
+from kernel_bakeoff.tasks.check.roofline import DeviceRates, WorkloadFloor
 from pydantic import BaseModel
-
-from tasks.agents.profile_parse import KernelStat
-from tasks.check.roofline import DeviceRates, WorkloadFloor
 
 TOP = 8
 BUSY_PCT = 60.0  # ncu's own rule: under 60% of peak on both units, the kernel waits (latency)

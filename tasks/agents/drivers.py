@@ -17,11 +17,14 @@ from typing import TYPE_CHECKING, Protocol
 from pydantic import BaseModel
 
 if TYPE_CHECKING:
-    from tasks.agents.settings import AgentSettings
-    from tasks.agents.transcript import Transcript
+    from kernel_bakeoff.tasks.agents.settings import AgentSettings
+    from kernel_bakeoff.tasks.agents.transcript import Transcript
 
 # modules, imported on first use: the Messages driver loads the SDK, the CLI driver a proxy
-DRIVERS = {"messages": "tasks.agents.messages", "claude-code": "tasks.agents.claude_code"}
+DRIVERS = {
+    "messages": "kernel_bakeoff.tasks.agents.messages",
+    "claude-code": "kernel_bakeoff.tasks.agents.claude_code",
+}
 
 
 class RoleError(Exception):

@@ -10,20 +10,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scripts.freeze import load_task
-from tasks.agents.conversation import talk
-from tasks.agents.knowledge import learned_dir, write_card
-from tasks.agents.loop import arch_of
-from tasks.agents.outputs import LearnedCard
-from tasks.agents.prompts import render_prompt
-from tasks.agents.review import MAX_SOURCE_CHARS
-from tasks.agents.settings import AgentSettings, model_configured
-from tasks.agents.transcript import Ledger
-from tasks.agents.workspace import Workspace
-from tasks.check import judgement
-from tasks.check.standing import baseline_stats
-from tasks.models.plan import CandidateResult
-from tasks.run.store import read_json
+from kernel_bakeoff.scripts.freeze import load_task
+from kernel_bakeoff.tasks.agents.conversation import talk
+from kernel_bakeoff.tasks.agents.knowledge import learned_dir, write_card
+from kernel_bakeoff.tasks.agents.loop import arch_of
+from kernel_bakeoff.tasks.agents.outputs import LearnedCard
+from kernel_bakeoff.tasks.agents.prompts import render_prompt
+from kernel_bakeoff.tasks.agents.review import MAX_SOURCE_CHARS
+from kernel_bakeoff.tasks.agents.settings import AgentSettings, model_configured
+from kernel_bakeoff.tasks.agents.transcript import Ledger
+from kernel_bakeoff.tasks.agents.workspace import Workspace
+from kernel_bakeoff.tasks.check import judgement
+from kernel_bakeoff.tasks.check.standing import baseline_stats
+from kernel_bakeoff.tasks.models.plan import CandidateResult
+from kernel_bakeoff.tasks.run.store import read_json
 
 
 def measured_win(lane, task_dir: Path) -> CandidateResult | None:

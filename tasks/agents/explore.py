@@ -13,7 +13,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from tasks.agents.transcript import BudgetSpent
+from kernel_bakeoff.tasks.agents.transcript import BudgetSpent
 
 MAX_PARALLEL = 4
 

@@ -19,20 +19,25 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from scripts.errors import BadInput
-from scripts.op_toml import spec_toml
-from tasks.agents.conversation import talk
-from tasks.agents.outputs import SpecDraft
-from tasks.agents.prompts import render_prompt
-from tasks.agents.settings import AgentSettings, model_configured
-from tasks.agents.tools import LaneTools
-from tasks.agents.transcript import Ledger
-from tasks.run.input_identity import SpecSource, needs_spec, no_spec_here, sources_key
+from kernel_bakeoff.scripts.errors import BadInput
+from kernel_bakeoff.scripts.op_toml import spec_toml
+from kernel_bakeoff.tasks.agents.conversation import talk
+from kernel_bakeoff.tasks.agents.outputs import SpecDraft
+from kernel_bakeoff.tasks.agents.prompts import render_prompt
+from kernel_bakeoff.tasks.agents.settings import AgentSettings, model_configured
+from kernel_bakeoff.tasks.agents.tools import LaneTools
+from kernel_bakeoff.tasks.agents.transcript import Ledger
+from kernel_bakeoff.tasks.run.input_identity import (
+    SpecSource,
+    needs_spec,
+    no_spec_here,
+    sources_key,
+)
 
 if TYPE_CHECKING:  # the agent runtime loads only when a spec is written
-    from tasks.agents.outputs import SpecDraft
-    from tasks.agents.settings import AgentSettings
-    from tasks.agents.tools import LaneTools
+    from kernel_bakeoff.tasks.agents.outputs import SpecDraft
+    from kernel_bakeoff.tasks.agents.settings import AgentSettings
+    from kernel_bakeoff.tasks.agents.tools import LaneTools
 
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".git")
 
@@ -53,7 +58,9 @@ def write_spec(
     kernel_dir: Path, out: Path, work: Path, settings: AgentSettings | None = None
 ) -> Path:
     """Ask oracle_freezer for the spec of `kernel_dir`; return `out` (sources + op.toml)."""
-    from scripts.untrusted import load_spec  # the draft imports the user's kernel: boxed
+    from kernel_bakeoff.scripts.untrusted import (
+        load_spec,  # the draft imports the user's kernel: boxed
+    )
 
     settings = settings or AgentSettings.from_env()
     kernel_dir, out, work = Path(kernel_dir), Path(out), Path(work)

@@ -13,7 +13,7 @@ import json
 import shutil
 from pathlib import Path
 
-from tasks.agents.outputs import LearnedCard
+from kernel_bakeoff.tasks.agents.outputs import LearnedCard
 
 ROOT = Path(__file__).resolve().parents[2]
 KNOWLEDGE = ROOT / "knowledge"

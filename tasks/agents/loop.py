@@ -22,23 +22,23 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from scripts import manifest as manifest_mod
-from scripts.freeze import load_task
-from tasks.agents.conversation import talk
-from tasks.agents.drivers import RoleError
-from tasks.agents.explore import default_width, run_round, shares
-from tasks.agents.knowledge import cards_for, learned_dir, starts_for
-from tasks.agents.memory import LaneMemory, directives
-from tasks.agents.outputs import RoundAnswer
-from tasks.agents.profile import take_digest
-from tasks.agents.prompts import render_prompt
-from tasks.agents.quick import QuickChecks
-from tasks.agents.settings import AgentSettings
-from tasks.agents.tools import LaneTools
-from tasks.agents.transcript import Ledger
-from tasks.agents.workspace import Workspace
-from tasks.models.run import ClaimNote, SearchOutcome
-from tasks.run.store import write_json
+from kernel_bakeoff.scripts import manifest as manifest_mod
+from kernel_bakeoff.scripts.freeze import load_task
+from kernel_bakeoff.tasks.agents.conversation import talk
+from kernel_bakeoff.tasks.agents.drivers import RoleError
+from kernel_bakeoff.tasks.agents.explore import default_width, run_round, shares
+from kernel_bakeoff.tasks.agents.knowledge import cards_for, learned_dir, starts_for
+from kernel_bakeoff.tasks.agents.memory import LaneMemory, directives
+from kernel_bakeoff.tasks.agents.outputs import RoundAnswer
+from kernel_bakeoff.tasks.agents.profile import take_digest
+from kernel_bakeoff.tasks.agents.prompts import render_prompt
+from kernel_bakeoff.tasks.agents.quick import QuickChecks
+from kernel_bakeoff.tasks.agents.settings import AgentSettings
+from kernel_bakeoff.tasks.agents.tools import LaneTools
+from kernel_bakeoff.tasks.agents.transcript import Ledger
+from kernel_bakeoff.tasks.agents.workspace import Workspace
+from kernel_bakeoff.tasks.models.run import ClaimNote, SearchOutcome
+from kernel_bakeoff.tasks.run.store import write_json
 
 
 def lane_dir_of(request) -> Path:

@@ -15,11 +15,10 @@ from collections.abc import Callable
 from typing import Any
 
 import anthropic
+from kernel_bakeoff.tasks.agents.drivers import RoleError, Tools
+from kernel_bakeoff.tasks.agents.settings import AgentSettings, take_key
+from kernel_bakeoff.tasks.agents.transcript import BudgetSpent, Transcript
 from pydantic import BaseModel, ValidationError
-
-from tasks.agents.drivers import RoleError, Tools
-from tasks.agents.settings import AgentSettings, take_key
-from tasks.agents.transcript import BudgetSpent, Transcript
 
 SUBMIT = "submit"
 RETRIED = (anthropic.RateLimitError, anthropic.InternalServerError, anthropic.APIConnectionError)

@@ -2,7 +2,7 @@
 a host without a GPU (`digest`, parsed into a short table); `profile` is the profiler's raw output.
 
 ncu runs with `--clock-control none`, so the kernel is profiled at the clocks it is timed at.
-The profiled process (`python -m tasks.agents.profile_run`) gets the tool commands' scrubbed
+The profiled process (`python -m kernel_bakeoff.tasks.agents.profile_run`) gets the tool commands' scrubbed
 environment plus the lane's device variable, and a deadline.
 """
 
@@ -15,10 +15,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from scripts import box, forkserver, isolation, sandbox
-from tasks.agents import profile_parse
-from tasks.agents.digest import build, render
-from tasks.check.roofline import device_rates, floors
+from kernel_bakeoff.scripts import box, forkserver, isolation, sandbox
+from kernel_bakeoff.tasks.agents import profile_parse
+from kernel_bakeoff.tasks.agents.digest import build, render
+from kernel_bakeoff.tasks.check.roofline import device_rates, floors
 
 ROOT = Path(__file__).resolve().parents[2]
 DEADLINE_S = 300.0
@@ -56,7 +56,7 @@ def _run(tool: str, task_dir: Path, candidate: Path, workload: str, env: dict, d
     plan = box.plan(read=[task_dir, candidate], write=[out_dir.parent], cwd=str(out_dir.parent))
     if tool == "torch.profiler":  # no profiler wraps it: forked by the checks' warm server
         return _fork([*args, "--torch-profiler"], full_env, device_env, out_dir, plan)
-    run = [sys.executable, "-m", "tasks.agents.profile_run", *args]
+    run = [sys.executable, "-m", "kernel_bakeoff.tasks.agents.profile_run", *args]
     if tool == "ncu":
         argv = ["ncu", "--clock-control", "none", "--target-processes", "all", "--csv"]
         argv += ["--page", "details", *run]
@@ -83,7 +83,7 @@ def _fork(argv: list[str], env: dict, device_env: dict, out_dir: Path, plan: dic
 
     log = out_dir.parent / "profile_run.log"
     finished = forkserver.run_module(
-        "tasks.agents.profile_run",
+        "kernel_bakeoff.tasks.agents.profile_run",
         argv,
         server_env=sandbox.judge_env(device_env),
         env=env,
@@ -126,7 +126,7 @@ def take_digest(
     """The profile digest of a candidate on one workload (tasks/agents/digest.py): ncu on
     NVIDIA, rocprofv3 on ROCm, torch.profiler on a host without a GPU; or why there is none."""
     # here: scripts.freeze brings torch, a second of import this module's callers skip
-    from scripts.freeze import load_task
+    from kernel_bakeoff.scripts.freeze import load_task
 
     tool, why = which_profiler()
     if tool is None and "no GPU" not in why:

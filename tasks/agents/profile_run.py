@@ -12,9 +12,9 @@ import sys
 import time
 from pathlib import Path
 
-from scripts import program
-from scripts.freeze import load_task
-from tasks.agents.profile_parse import CALLS, TORCH_MARK
+from kernel_bakeoff.scripts import program
+from kernel_bakeoff.scripts.freeze import load_task
+from kernel_bakeoff.tasks.agents.profile_parse import CALLS, TORCH_MARK
 
 
 def main(argv: list[str]) -> int:

@@ -8,17 +8,17 @@ nothing without a model imports this room.
 
 from __future__ import annotations
 
-from tasks.agents.experience import curate_bakeoff, update_experience
-from tasks.agents.freezer import source_for, spec_for
-from tasks.agents.registry import check_agents
-from tasks.agents.reviewing import review as ask_reviewer
-from tasks.agents.role_task import RoleFailed, ask
-from tasks.agents.roles.op_benchmarker import plan_authors
-from tasks.agents.roles.reporter import report_prose
-from tasks.agents.settings import agent_identity
-from tasks.engine.proposers import Judging, ProposerFailed, Work
-from tasks.models.plan import CandidateResult, DiscoverPlan
-from tasks.models.run import Review, SearchOutcome
+from kernel_bakeoff.tasks.agents.experience import curate_bakeoff, update_experience
+from kernel_bakeoff.tasks.agents.freezer import source_for, spec_for
+from kernel_bakeoff.tasks.agents.registry import check_agents
+from kernel_bakeoff.tasks.agents.reviewing import review as ask_reviewer
+from kernel_bakeoff.tasks.agents.role_task import RoleFailed, ask
+from kernel_bakeoff.tasks.agents.roles.op_benchmarker import plan_authors
+from kernel_bakeoff.tasks.agents.roles.reporter import report_prose
+from kernel_bakeoff.tasks.agents.settings import agent_identity
+from kernel_bakeoff.tasks.engine.proposers import Judging, ProposerFailed, Work
+from kernel_bakeoff.tasks.models.plan import CandidateResult, DiscoverPlan
+from kernel_bakeoff.tasks.models.run import Review, SearchOutcome
 
 
 def _ask(work: Work):

@@ -16,8 +16,8 @@ import shutil
 import threading
 from pathlib import Path
 
-from scripts.check import check
-from scripts.verdict import Verdict
+from kernel_bakeoff.scripts.check import check
+from kernel_bakeoff.scripts.verdict import Verdict
 
 QUICK_TIMEOUT_S = 120.0
 

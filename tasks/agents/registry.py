@@ -16,11 +16,10 @@ import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kernel_bakeoff.scripts.errors import BadInput
+from kernel_bakeoff.tasks.agents.inputs import RoleInputs
+from kernel_bakeoff.tasks.agents.settings import model_configured
 from pydantic import BaseModel
-
-from scripts.errors import BadInput
-from tasks.agents.inputs import RoleInputs
-from tasks.agents.settings import model_configured
 
 Responder = Callable  # RoleRequest -> the output model (or a dict of it), sync or async
 
@@ -39,7 +38,7 @@ class Role:
 
 
 def _gather() -> dict[str, Role]:
-    from tasks.agents import roles  # here: every role imports the registry back
+    from kernel_bakeoff.tasks.agents import roles  # here: every role imports the registry back
 
     found: dict[str, Role] = {}
     for info in sorted(pkgutil.iter_modules(roles.__path__), key=lambda m: m.name):

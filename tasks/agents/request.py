@@ -13,10 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kernel_bakeoff.tasks.agents.inputs import RoleInputs
+from kernel_bakeoff.tasks.check.deadline import Deadline
 from pydantic import BaseModel
-
-from tasks.agents.inputs import RoleInputs
-from tasks.check.deadline import Deadline
 
 
 @dataclass
@@ -32,7 +31,7 @@ class RoleRequest:
     def __post_init__(self) -> None:
         if isinstance(self.inputs, dict):
             # here: the registry imports every role, which import this module
-            from tasks.agents.registry import ROLES
+            from kernel_bakeoff.tasks.agents.registry import ROLES
 
             model = ROLES[self.role].inputs if self.role in ROLES else None
             if model is None:

@@ -15,17 +15,17 @@ import os
 import shutil
 from pathlib import Path
 
-from tasks.agents.conversation import talk
-from tasks.agents.outputs import ReviewAnswer
-from tasks.agents.profile import digest
-from tasks.agents.prompts import render_prompt
-from tasks.agents.settings import AgentSettings
-from tasks.agents.tools import verdict_text
-from tasks.agents.transcript import Ledger
-from tasks.agents.workspace import candidate_diff
-from tasks.check import judgement
-from tasks.models.plan import CandidateResult
-from tasks.models.run import Review
+from kernel_bakeoff.tasks.agents.conversation import talk
+from kernel_bakeoff.tasks.agents.outputs import ReviewAnswer
+from kernel_bakeoff.tasks.agents.profile import digest
+from kernel_bakeoff.tasks.agents.prompts import render_prompt
+from kernel_bakeoff.tasks.agents.settings import AgentSettings
+from kernel_bakeoff.tasks.agents.tools import verdict_text
+from kernel_bakeoff.tasks.agents.transcript import Ledger
+from kernel_bakeoff.tasks.agents.workspace import candidate_diff
+from kernel_bakeoff.tasks.check import judgement
+from kernel_bakeoff.tasks.models.plan import CandidateResult
+from kernel_bakeoff.tasks.models.run import Review
 
 MAX_SOURCE_CHARS = 40000
 
@@ -48,7 +48,7 @@ def reviewed_text(task_dir, chosen: CandidateResult) -> str:
     if not task_dir:
         return sources(Path(chosen.candidate.path))
     # here: scripts.freeze brings torch, a second of import this module's callers skip
-    from scripts.freeze import load_task
+    from kernel_bakeoff.scripts.freeze import load_task
 
     spec, _, _ = load_task(Path(task_dir))
     return candidate_diff(Path(task_dir), spec, chosen)[:MAX_SOURCE_CHARS] or "(no change)"
@@ -61,7 +61,7 @@ def review_digest(request, chosen: CandidateResult) -> str:
     if not task_dir:
         return "none: no frozen task to profile against"
     # here: scripts.freeze brings torch, a second of import this module's callers skip
-    from scripts.freeze import load_task
+    from kernel_bakeoff.scripts.freeze import load_task
 
     spec, _, _ = load_task(Path(task_dir))
     workload = spec.timed_workloads[0].name

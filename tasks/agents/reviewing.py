@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tasks.agents import ask
-from tasks.check.standing import MIN_SAMPLES, max_relative_spread
+from kernel_bakeoff.tasks.agents import ask
+from kernel_bakeoff.tasks.check.standing import MIN_SAMPLES, max_relative_spread
 
 
 def _summary(results) -> list[dict]:

@@ -13,10 +13,10 @@ import json
 import re
 from pathlib import Path
 
-from scripts.baseline import FrozenBaseline
-from scripts.spec import OpSpec
-from tasks.agents.knowledge import FAMILIES, front_matter
-from tasks.check.roofline import DeviceRates, device_rates, floors
+from kernel_bakeoff.scripts.baseline import FrozenBaseline
+from kernel_bakeoff.scripts.spec import OpSpec
+from kernel_bakeoff.tasks.agents.knowledge import FAMILIES, front_matter
+from kernel_bakeoff.tasks.check.roofline import DeviceRates, device_rates, floors
 
 FACTS_PER_SHEET = 14  # card bullets with figures; the cards themselves are in knowledge/
 

@@ -25,16 +25,15 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from kernel_bakeoff.scripts import box, isolation
+from kernel_bakeoff.tasks.agents.nofollow import Moved
+from kernel_bakeoff.tasks.agents.profile import digest
+from kernel_bakeoff.tasks.agents.quick import quick_text
+from kernel_bakeoff.tasks.agents.transcript import BudgetSpent, redact
+from kernel_bakeoff.tasks.agents.workspace import READ_ONLY_TOP, Workspace
+from kernel_bakeoff.tasks.check.deadline import DeadlineExceeded
+from kernel_bakeoff.tasks.models.plan import CandidateRef, CandidateResult
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from scripts import box, isolation
-from tasks.agents.nofollow import Moved
-from tasks.agents.profile import digest
-from tasks.agents.quick import quick_text
-from tasks.agents.transcript import BudgetSpent, redact
-from tasks.agents.workspace import READ_ONLY_TOP, Workspace
-from tasks.check.deadline import DeadlineExceeded
-from tasks.models.plan import CandidateRef, CandidateResult
 
 PASSED_ON_ENV = ("PATH", "LANG", "LC_ALL", "TRITON_INTERPRET")
 # What of the lane's device environment (tasks/check/gpu_pool.py) a command gets: the device, and

@@ -14,10 +14,9 @@ import threading
 import time
 from pathlib import Path
 
+from kernel_bakeoff.tasks.agents.settings import AgentSettings, take_key
+from kernel_bakeoff.tasks.run.store import now, read_json, write_json
 from pydantic import BaseModel, Field
-
-from tasks.agents.settings import AgentSettings, take_key
-from tasks.run.store import now, read_json, write_json
 
 
 def redact(text: str) -> str:

@@ -1,7 +1,7 @@
 """Deterministic responders: every role answered without a model, as the registry's roles
 declare them. A run without a model never comes here (the lane engine answers itself:
 tasks/engine/proposers.py); these answer where a role is asked through `ask` all the same, as
-an operator's drop-in names them (`tasks.agents.without_model:search`).
+an operator's drop-in names them (`kernel_bakeoff.tasks.agents.without_model:search`).
 
 planner    Discover's plan, from measurements (tasks.engine.proposers.measure_existing)
 optimizer  the lane's search in optimize mode (tasks.engine.proposers.search)
@@ -15,14 +15,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scripts.frozen_task import FrozenTask
-from tasks.agents.outputs import AuthorPlan, ReportProse
-from tasks.agents.request import RoleRequest
-from tasks.check import judgement
-from tasks.engine.proposers import Work, measure_existing
-from tasks.engine.proposers import search as engine_search
-from tasks.models.plan import DiscoverPlan
-from tasks.models.run import Review, SearchOutcome
+from kernel_bakeoff.scripts.frozen_task import FrozenTask
+from kernel_bakeoff.tasks.agents.outputs import AuthorPlan, ReportProse
+from kernel_bakeoff.tasks.agents.request import RoleRequest
+from kernel_bakeoff.tasks.check import judgement
+from kernel_bakeoff.tasks.engine.proposers import Work, measure_existing
+from kernel_bakeoff.tasks.engine.proposers import search as engine_search
+from kernel_bakeoff.tasks.models.plan import DiscoverPlan
+from kernel_bakeoff.tasks.models.run import Review, SearchOutcome
 
 
 def _work(request: RoleRequest, inputs: dict) -> Work:

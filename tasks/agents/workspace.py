@@ -36,14 +36,14 @@ import stat
 import threading
 from pathlib import Path
 
-from scripts import manifest
-from scripts.spec import OpSpec
-from tasks.agents.lanegit import LaneGit
-from tasks.agents.nofollow import Moved, copy_below
-from tasks.agents.sheet import measured_facts
-from tasks.models.plan import CandidateRef, CandidateResult
-from tasks.report.render import render
-from tasks.run.store import read_json, write_json
+from kernel_bakeoff.scripts import manifest
+from kernel_bakeoff.scripts.spec import OpSpec
+from kernel_bakeoff.tasks.agents.lanegit import LaneGit
+from kernel_bakeoff.tasks.agents.nofollow import Moved, copy_below
+from kernel_bakeoff.tasks.agents.sheet import measured_facts
+from kernel_bakeoff.tasks.models.plan import CandidateRef, CandidateResult
+from kernel_bakeoff.tasks.report.render import render
+from kernel_bakeoff.tasks.run.store import read_json, write_json
 
 READ_ONLY_TOP = ("oracle", "knowledge", "starts", "TASK.md", "ITERATIONS.md", "bin", ".git")
 IGNORE = ".home/\n.tmp/\n__pycache__/\n*.pyc\n.git\n"
@@ -147,7 +147,7 @@ class Workspace:
         if mode == "optimize":
             _copy(src, ws.root / "candidates" / "incumbent", skip=ws.reference_files())
         # here: scripts.freeze brings torch, a second of import this module's callers skip
-        from scripts.freeze import load_task
+        from kernel_bakeoff.scripts.freeze import load_task
 
         facts = measured_facts(ws.task_dir, spec, load_task(ws.task_dir)[2], cards)
         (ws.root / "TASK.md").write_text(render("agent_task.md.j2", **(facts | sheet)))

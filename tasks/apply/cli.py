@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scripts.errors import BadInput
-from tasks.apply.winner import ApplyResult, apply_winner
-from tasks.report.html import load_run
+from kernel_bakeoff.scripts.errors import BadInput
+from kernel_bakeoff.tasks.apply.winner import ApplyResult, apply_winner
+from kernel_bakeoff.tasks.report.html import load_run
 
 
 def describe(done: ApplyResult) -> str:

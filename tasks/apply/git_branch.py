@@ -17,9 +17,8 @@ from pathlib import Path
 from typing import Literal
 
 import git
+from kernel_bakeoff.scripts.errors import BadInput
 from pydantic import BaseModel, Field
-
-from scripts.errors import BadInput
 
 IDENTITY = {"user.name": "kernel-bakeoff", "user.email": "kernel-bakeoff@localhost"}
 

@@ -19,21 +19,21 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from scripts.baseline import FrozenBaseline
-from scripts.errors import BadInput
-from scripts.spec import OpSpec
-from tasks.apply.git_branch import (
+from kernel_bakeoff.scripts.baseline import FrozenBaseline
+from kernel_bakeoff.scripts.errors import BadInput
+from kernel_bakeoff.scripts.spec import OpSpec
+from kernel_bakeoff.tasks.apply.git_branch import (
     BranchResult,
     FileChange,
     commit_on_new_branch,
     free_branch,
     open_repo,
 )
-from tasks.check.standing import baseline_stats
-from tasks.models.plan import CandidateResult
-from tasks.models.run import DiscoverOutcome, Report
-from tasks.report.html import results_by_row
-from tasks.run.input_identity import recorded
+from kernel_bakeoff.tasks.check.standing import baseline_stats
+from kernel_bakeoff.tasks.models.plan import CandidateResult
+from kernel_bakeoff.tasks.models.run import DiscoverOutcome, Report
+from kernel_bakeoff.tasks.report.html import results_by_row
+from kernel_bakeoff.tasks.run.input_identity import recorded
 
 SKIPPED = ("__pycache__", ".pyc")
 CONFIG_DIR = "bakeoff-tuned"

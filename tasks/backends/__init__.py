@@ -8,9 +8,9 @@ as `BackendStatus(available=False, reason=...)`, never raised.
 
 from __future__ import annotations
 
-from scripts.errors import BadInput
-from scripts.spec import OpSpec
-from tasks.backends import (
+from kernel_bakeoff.scripts.errors import BadInput
+from kernel_bakeoff.scripts.spec import OpSpec
+from kernel_bakeoff.tasks.backends import (
     aiter_gemm,
     cuda_cpp,
     hip_cpp,
@@ -26,8 +26,8 @@ from tasks.backends import (
     triton_tune,
     tunableop,
 )
-from tasks.backends.base import Backend
-from tasks.models.plan import BackendStatus
+from kernel_bakeoff.tasks.backends.base import Backend
+from kernel_bakeoff.tasks.models.plan import BackendStatus
 
 BACKENDS: list[Backend] = [
     torch_eager.BACKEND,

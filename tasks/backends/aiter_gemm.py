@@ -17,14 +17,13 @@ import subprocess
 from pathlib import Path
 
 import torch
-
-from scripts import sandbox
-from scripts.spec import OpKind, OpSpec
-from tasks.backends import aiter_csv, gemm_shapes, wrappers
-from tasks.backends.aiter_route import ROUTED_DTYPES
-from tasks.backends.base import Backend, BuildContext, write_candidate
-from tasks.backends.source import torch_entry
-from tasks.models.plan import CandidateRef, CandidateResult
+from kernel_bakeoff.scripts import sandbox
+from kernel_bakeoff.scripts.spec import OpKind, OpSpec
+from kernel_bakeoff.tasks.backends import aiter_csv, gemm_shapes, wrappers
+from kernel_bakeoff.tasks.backends.aiter_route import ROUTED_DTYPES
+from kernel_bakeoff.tasks.backends.base import Backend, BuildContext, write_candidate
+from kernel_bakeoff.tasks.backends.source import torch_entry
+from kernel_bakeoff.tasks.models.plan import CandidateRef, CandidateResult
 
 ROUTE = Path(__file__).with_name("aiter_route.py")
 TUNE_TIMEOUT_S = 1800.0

@@ -12,11 +12,11 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scripts import arch as arch_mod
-from scripts.baseline import FrozenBaseline
-from scripts.frozen_task import FrozenTask
-from scripts.spec import OpSpec
-from tasks.models.plan import BackendStatus, CandidateRef
+from kernel_bakeoff.scripts import arch as arch_mod
+from kernel_bakeoff.scripts.baseline import FrozenBaseline
+from kernel_bakeoff.scripts.frozen_task import FrozenTask
+from kernel_bakeoff.scripts.spec import OpSpec
+from kernel_bakeoff.tasks.models.plan import BackendStatus, CandidateRef
 
 FROZEN_DIR = "frozen"
 _IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc")

@@ -13,11 +13,11 @@ import hashlib
 import re
 from pathlib import Path
 
-from tasks.backends import wrappers
-from tasks.backends.base import FROZEN_DIR, BuildContext, write_candidate
-from tasks.backends.source import cpp_sources
-from tasks.models.plan import CandidateRef
-from tasks.search.space import Param, Space, Tunable, key
+from kernel_bakeoff.tasks.backends import wrappers
+from kernel_bakeoff.tasks.backends.base import FROZEN_DIR, BuildContext, write_candidate
+from kernel_bakeoff.tasks.backends.source import cpp_sources
+from kernel_bakeoff.tasks.models.plan import CandidateRef
+from kernel_bakeoff.tasks.search.space import Param, Space, Tunable, key
 
 _DEFINE = re.compile(
     r"^(?P<head>[ \t]*#[ \t]*define[ \t]+(?P<name>[A-Z][A-Z0-9_]*)[ \t]+)(?P<value>\d+)(?P<tail>[ \t]*(?://.*)?)$",

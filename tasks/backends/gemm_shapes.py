@@ -8,13 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-
-from scripts import untrusted
-from scripts.formats import module_for
-from scripts.program import shape_of
-from scripts.spec import OpSpec
-from tasks.backends.aiter_route import RecordGemms
-from tasks.backends.base import BuildContext
+from kernel_bakeoff.scripts import untrusted
+from kernel_bakeoff.scripts.formats import module_for
+from kernel_bakeoff.scripts.program import shape_of
+from kernel_bakeoff.scripts.spec import OpSpec
+from kernel_bakeoff.tasks.backends.aiter_route import RecordGemms
+from kernel_bakeoff.tasks.backends.base import BuildContext
 
 COLUMNS = {"M": int, "N": int, "K": int, "bias": bool, "dtype": str, "outdtype": str}
 COLUMNS |= {"scaleAB": bool, "bpreshuffle": bool}

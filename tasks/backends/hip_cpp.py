@@ -8,11 +8,10 @@ import shutil
 from pathlib import Path
 
 import torch
-
-from scripts.spec import OpSpec
-from tasks.backends import cpp_defines
-from tasks.backends.base import Backend, BuildContext
-from tasks.backends.source import cpp_dialect
+from kernel_bakeoff.scripts.spec import OpSpec
+from kernel_bakeoff.tasks.backends import cpp_defines
+from kernel_bakeoff.tasks.backends.base import Backend, BuildContext
+from kernel_bakeoff.tasks.backends.source import cpp_dialect
 
 LAUNCHER = Path(__file__).with_name("hip_launch.py")
 

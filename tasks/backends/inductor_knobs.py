@@ -8,7 +8,7 @@ than passed to torch.compile (which would refuse it)."""
 
 from __future__ import annotations
 
-from tasks.search.space import Param
+from kernel_bakeoff.tasks.search.space import Param
 
 # knob -> values, the first being Inductor's default (a config at all-defaults adds nothing).
 KNOBS: dict[str, tuple] = {

@@ -16,12 +16,11 @@ import shutil
 from pathlib import Path
 
 import jinja2
-
-from tasks.backends import pointwise, wrappers
-from tasks.backends.base import BuildContext, write_candidate
-from tasks.backends.match import Match
-from tasks.models.plan import CandidateRef
-from tasks.search.space import Param, Space, Tunable, key
+from kernel_bakeoff.tasks.backends import pointwise, wrappers
+from kernel_bakeoff.tasks.backends.base import BuildContext, write_candidate
+from kernel_bakeoff.tasks.backends.match import Match
+from kernel_bakeoff.tasks.models.plan import CandidateRef
+from kernel_bakeoff.tasks.search.space import Param, Space, Tunable, key
 
 ROUTE = Path(__file__).with_name("op_route.py")
 # Kernels are code: rendered with no filters of the report's (tasks/report/render.py), in the

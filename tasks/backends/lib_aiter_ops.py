@@ -3,7 +3,7 @@ LayerNorm (`aiter.layernorm2d_fwd`) on 2-D views of the rows."""
 
 from __future__ import annotations
 
-from tasks.backends.library import Library
+from kernel_bakeoff.tasks.backends.library import Library
 
 IMPL = '''"""aiter's norms behind op_route's canonical functions (None: left to torch)."""
 

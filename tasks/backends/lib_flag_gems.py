@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import hashlib
 
-from tasks.backends import wrappers
-from tasks.backends.base import BuildContext, write_candidate
-from tasks.backends.library import Library
-from tasks.backends.source import torch_entry
-from tasks.models.plan import CandidateRef
+from kernel_bakeoff.tasks.backends import wrappers
+from kernel_bakeoff.tasks.backends.base import BuildContext, write_candidate
+from kernel_bakeoff.tasks.backends.library import Library
+from kernel_bakeoff.tasks.backends.source import torch_entry
+from kernel_bakeoff.tasks.models.plan import CandidateRef
 
 MODE = '''"""FlagGems' scoped substitution as the context a candidate's wrapper enters."""
 

@@ -5,7 +5,7 @@ yet."""
 
 from __future__ import annotations
 
-from tasks.backends.library import Library
+from kernel_bakeoff.tasks.backends.library import Library
 
 IMPL = '''"""FlashInfer behind op_route's canonical functions (None: left to torch)."""
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 
-from tasks.backends.library import Library, gpu_vendor
-from tasks.run.settings import current
+from kernel_bakeoff.tasks.backends.library import Library, gpu_vendor
+from kernel_bakeoff.tasks.run.settings import current
 
 IMPL = '''"""Helion kernels behind op_route's canonical functions (None: left to torch)."""
 

@@ -8,8 +8,8 @@ does not make yet."""
 
 from __future__ import annotations
 
-from tasks.backends.library import Library
-from tasks.backends.match import Match
+from kernel_bakeoff.tasks.backends.library import Library
+from kernel_bakeoff.tasks.backends.match import Match
 
 IMPL = '''"""Liger-Kernel behind op_route's canonical functions (None: left to torch)."""
 

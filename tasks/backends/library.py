@@ -15,12 +15,11 @@ import importlib.metadata
 import importlib.util
 
 import torch
-
-from tasks.backends import kernel_templates
-from tasks.backends.base import Backend, BuildContext
-from tasks.backends.match import Match
-from tasks.backends.triton_templates import interpreted_allowed, matches
-from tasks.models.plan import CandidateRef
+from kernel_bakeoff.tasks.backends import kernel_templates
+from kernel_bakeoff.tasks.backends.base import Backend, BuildContext
+from kernel_bakeoff.tasks.backends.match import Match
+from kernel_bakeoff.tasks.backends.triton_templates import interpreted_allowed, matches
+from kernel_bakeoff.tasks.models.plan import CandidateRef
 
 
 def version(dist: str) -> str | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
-from tasks.backends import pointwise
+from kernel_bakeoff.tasks.backends import pointwise
 
 # Torch-level GEMM calls the batched GEMM template takes (its operands' shapes: _matmul_why).
 MATMULS = ("matmul", "mm", "bmm", "__matmul__")

@@ -1,5 +1,5 @@
 """Run the frozen op's own code over every workload in a child process, for tuners that learn
-from real calls (TunableOp). `python -m tasks.backends.offline_run TASK_DIR ENTRY [REPEATS]`.
+from real calls (TunableOp). `python -m kernel_bakeoff.tasks.backends.offline_run TASK_DIR ENTRY [REPEATS]`.
 
 The op's code is the user's: the child runs in the box (scripts/box.py), the frozen task
 read-only, only the tuner's output directory writable, the box's allow-listed environment."""
@@ -16,9 +16,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def main(argv: list[str]) -> int:
     # here: the child in the box loads what it runs, its parent's callers import this module light
     import torch
-
-    from scripts.formats import module_for
-    from scripts.freeze import load_task
+    from kernel_bakeoff.scripts.formats import module_for
+    from kernel_bakeoff.scripts.freeze import load_task
 
     task_dir, entry = Path(argv[0]), argv[1]
     repeats = int(argv[2]) if len(argv) > 2 else 3
@@ -37,7 +36,10 @@ def main(argv: list[str]) -> int:
 def run(task_dir: Path, entry: str, env: dict[str, str], timeout_s: float, log: Path) -> int:
     """Run main() in a boxed child with `env` added; it writes only `log`'s directory (where
     the tuner's files go), its output goes to `log`. Returns the exit code (124: timed out)."""
-    from scripts import box, sandbox  # here: the boxed child imports this module, and not these
+    from kernel_bakeoff.scripts import (  # here: the boxed child imports this module, and not these
+        box,
+        sandbox,
+    )
 
     out = Path(log).resolve().parent
     scratch = out / "scratch"
@@ -51,7 +53,7 @@ def run(task_dir: Path, entry: str, env: dict[str, str], timeout_s: float, log: 
         TRITON_CACHE_DIR=str(scratch / "triton"),
         TORCHINDUCTOR_CACHE_DIR=str(scratch / "inductor"),
     )
-    cmd = [sys.executable, "-m", "tasks.backends.offline_run", str(task_dir), entry]
+    cmd = [sys.executable, "-m", "kernel_bakeoff.tasks.backends.offline_run", str(task_dir), entry]
     plan = box.plan(read=[task_dir], write=[out], cwd=str(out))
     finished = sandbox.run(cmd, env=full, cwd=out, log_path=log, timeout_s=timeout_s, box=plan)
     if finished.timed_out:

@@ -7,7 +7,7 @@ import ast
 import re
 from pathlib import Path
 
-from scripts.spec import OpSpec
+from kernel_bakeoff.scripts.spec import OpSpec
 
 # Modules a "pure torch" file may import: a torch.compile / TunableOp candidate wraps such code.
 _TORCH_ONLY = {

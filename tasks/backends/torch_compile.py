@@ -11,12 +11,11 @@ import shutil
 from pathlib import Path
 
 import torch
-
-from tasks.backends import inductor_knobs, wrappers
-from tasks.backends.base import Backend, BuildContext, write_candidate
-from tasks.backends.source import torch_entry
-from tasks.models.plan import CandidateRef
-from tasks.search.space import Param, Space, Tunable
+from kernel_bakeoff.tasks.backends import inductor_knobs, wrappers
+from kernel_bakeoff.tasks.backends.base import Backend, BuildContext, write_candidate
+from kernel_bakeoff.tasks.backends.source import torch_entry
+from kernel_bakeoff.tasks.models.plan import CandidateRef
+from kernel_bakeoff.tasks.search.space import Param, Space, Tunable
 
 # Discover's three: what a person would try first.
 DISCOVER_MODES = {

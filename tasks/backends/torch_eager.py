@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from scripts.spec import OpSpec
-from tasks.backends import wrappers
-from tasks.backends.base import Backend, BuildContext, write_candidate
-from tasks.backends.source import torch_entry
-from tasks.models.plan import CandidateRef
+from kernel_bakeoff.scripts.spec import OpSpec
+from kernel_bakeoff.tasks.backends import wrappers
+from kernel_bakeoff.tasks.backends.base import Backend, BuildContext, write_candidate
+from kernel_bakeoff.tasks.backends.source import torch_entry
+from kernel_bakeoff.tasks.models.plan import CandidateRef
 
 
 class TorchEager(Backend):

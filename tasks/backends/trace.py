@@ -19,12 +19,11 @@ import json
 from pathlib import Path
 
 import torch
+from kernel_bakeoff.scripts.formats import module_for
+from kernel_bakeoff.scripts.program import shape_of
+from kernel_bakeoff.scripts.spec import OpSpec
+from kernel_bakeoff.scripts.untrusted import call
 from torch.overrides import TorchFunctionMode
-
-from scripts.formats import module_for
-from scripts.program import shape_of
-from scripts.spec import OpSpec
-from scripts.untrusted import call
 
 _JSONABLE = (int, float, bool, str, type(None))
 

@@ -9,10 +9,10 @@ import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scripts.arch import ArchInfo
-from scripts.program import import_file
-from scripts.untrusted import call
-from tasks.search.space import Param, Space
+from kernel_bakeoff.scripts.arch import ArchInfo
+from kernel_bakeoff.scripts.program import import_file
+from kernel_bakeoff.scripts.untrusted import call
+from kernel_bakeoff.tasks.search.space import Param, Space
 
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "waves_per_eu", "matrix_instr_nonkdim", "kpack")
 AMD_OPTIONS = ("waves_per_eu", "matrix_instr_nonkdim", "kpack")

@@ -8,14 +8,13 @@ import importlib.util
 import os
 
 import torch
-
-from tasks.backends import kernel_templates
-from tasks.backends.base import Backend, BuildContext
-from tasks.backends.match import Match, find
-from tasks.backends.source import torch_entry
-from tasks.backends.trace import trace_isolated
-from tasks.models.plan import CandidateRef
-from tasks.run.settings import current
+from kernel_bakeoff.tasks.backends import kernel_templates
+from kernel_bakeoff.tasks.backends.base import Backend, BuildContext
+from kernel_bakeoff.tasks.backends.match import Match, find
+from kernel_bakeoff.tasks.backends.source import torch_entry
+from kernel_bakeoff.tasks.backends.trace import trace_isolated
+from kernel_bakeoff.tasks.models.plan import CandidateRef
+from kernel_bakeoff.tasks.run.settings import current
 
 NAME = "triton-templates"
 

@@ -8,12 +8,12 @@ import hashlib
 import importlib.util
 from pathlib import Path
 
-from scripts.spec import OpSpec
-from tasks.backends import triton_surface, triton_templates, wrappers
-from tasks.backends.base import Backend, BuildContext, write_candidate
-from tasks.backends.source import symbol_kind, uses_triton
-from tasks.models.plan import CandidateRef
-from tasks.search.space import Tunable, key
+from kernel_bakeoff.scripts.spec import OpSpec
+from kernel_bakeoff.tasks.backends import triton_surface, triton_templates, wrappers
+from kernel_bakeoff.tasks.backends.base import Backend, BuildContext, write_candidate
+from kernel_bakeoff.tasks.backends.source import symbol_kind, uses_triton
+from kernel_bakeoff.tasks.models.plan import CandidateRef
+from kernel_bakeoff.tasks.search.space import Tunable, key
 
 
 def config_name(config: dict) -> str:

@@ -107,9 +107,9 @@ def cross_compile_in_child(
         "options": options,
     }
     # here: the child (`_child`, in the box) imports this module too, and needs none of these
-    from scripts import box
-    from scripts.isolation import wrap
-    from scripts.sandbox import scrub_env
+    from kernel_bakeoff.scripts import box
+    from kernel_bakeoff.scripts.isolation import wrap
+    from kernel_bakeoff.scripts.sandbox import scrub_env
 
     # It imports the kernel's file: in the box (scripts/box.py), the file read-only, a
     # scratch directory of its own for Triton's cache.
@@ -119,7 +119,7 @@ def cross_compile_in_child(
         env.update(HOME=scratch, TMPDIR=scratch, TRITON_CACHE_DIR=f"{scratch}/triton")
         plan = box.plan(read=[Path(file).resolve()], write=[scratch], cwd=scratch)
         done = subprocess.run(
-            wrap([sys.executable, "-m", "tasks.backends.triton_xc"], env, plan),
+            wrap([sys.executable, "-m", "kernel_bakeoff.tasks.backends.triton_xc"], env, plan),
             input=json.dumps(request),
             capture_output=True,
             text=True,
@@ -138,7 +138,7 @@ def cross_compile_in_child(
 
 
 def _child() -> int:
-    from scripts.program import import_file  # here: brings torch, for the child only
+    from kernel_bakeoff.scripts.program import import_file  # here: brings torch, for the child only
 
     request = json.loads(sys.stdin.read())
     module = import_file(Path(request["file"]), "cross-compile")

@@ -7,12 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-
-from scripts.spec import OpKind, OpSpec
-from tasks.backends import offline_run, wrappers
-from tasks.backends.base import Backend, BuildContext, write_candidate
-from tasks.backends.source import torch_entry
-from tasks.models.plan import CandidateRef
+from kernel_bakeoff.scripts.spec import OpKind, OpSpec
+from kernel_bakeoff.tasks.backends import offline_run, wrappers
+from kernel_bakeoff.tasks.backends.base import Backend, BuildContext, write_candidate
+from kernel_bakeoff.tasks.backends.source import torch_entry
+from kernel_bakeoff.tasks.models.plan import CandidateRef
 
 RESULTS = "tunableop_results%d.csv"
 TUNE_TIMEOUT_S = 900.0

@@ -36,18 +36,17 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from kernel_bakeoff.scripts import manifest
+from kernel_bakeoff.scripts.check import check, precompile
+from kernel_bakeoff.scripts.freeze import CACHES, baseline_cache_key
+from kernel_bakeoff.scripts.verdict import Status
+from kernel_bakeoff.tasks.check import judgement
+from kernel_bakeoff.tasks.check.deadline import Deadline, DeadlineExceeded
+from kernel_bakeoff.tasks.models.plan import CandidateRef, CandidateResult
+from kernel_bakeoff.tasks.run.settings import current
+from kernel_bakeoff.tasks.run.store import LaneStore, code_version, write_json
 from prefect import task
 from prefect.cache_policies import NONE
-
-from scripts import manifest
-from scripts.check import check, precompile
-from scripts.freeze import CACHES, baseline_cache_key
-from scripts.verdict import Status
-from tasks.check import judgement
-from tasks.check.deadline import Deadline, DeadlineExceeded
-from tasks.models.plan import CandidateRef, CandidateResult
-from tasks.run.settings import current
-from tasks.run.store import LaneStore, code_version, write_json
 
 
 @task(name="evaluate", cache_policy=NONE, task_run_name="check {ref.name}")

@@ -15,10 +15,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from scripts import manifest
-from scripts.errors import BadInput
-from tasks.check.gpu_pool import DevicePool
-from tasks.models.run import PoolConfig
+from kernel_bakeoff.scripts import manifest
+from kernel_bakeoff.scripts.errors import BadInput
+from kernel_bakeoff.tasks.check.gpu_pool import DevicePool
+from kernel_bakeoff.tasks.models.run import PoolConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,7 +29,7 @@ def freeze_isolated(
     """Freeze `kernel_path` into `out`; an existing freeze of the same input is kept as it is."""
     kernel_path, out = Path(kernel_path).resolve(), Path(out).resolve()
     if (out / manifest.MANIFEST).is_file():  # a run resumed: asked once a run (flows/opening.py)
-        from scripts.freeze import freeze  # here: a new freeze goes to a subprocess
+        from kernel_bakeoff.scripts.freeze import freeze  # here: a new freeze goes to a subprocess
 
         freeze(kernel_path, out)  # verifies; refuses a different input
         return out
@@ -45,7 +45,7 @@ def freeze_isolated(
 
 
 def _freeze_in_subprocess(kernel_path: Path, out: Path, pool, timeout_s: float) -> Path:
-    """The harness's own entry point (`python -m scripts.freeze`), in a fresh process for the
+    """The harness's own entry point (`python -m kernel_bakeoff.scripts.freeze`), in a fresh process for the
     reasons above; it answers bad input in a JSON file, read back here as BadInput."""
     with tempfile.TemporaryDirectory(prefix="bakeoff-freeze-") as tmp:
         answer = Path(tmp) / "answer.json"
@@ -54,7 +54,7 @@ def _freeze_in_subprocess(kernel_path: Path, out: Path, pool, timeout_s: float) 
         ) as lease:
             path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
             env = {**os.environ, **lease.env, "PYTHONPATH": path}
-            argv = ["-m", "scripts.freeze", str(kernel_path), str(out), str(answer)]
+            argv = ["-m", "kernel_bakeoff.scripts.freeze", str(kernel_path), str(out), str(answer)]
             proc = subprocess.run(
                 [sys.executable, *argv],
                 cwd=ROOT,

@@ -16,9 +16,9 @@ label, host, pid, start, end), so who held which device when can be read afterwa
 bake-offs (`overlapping` finds two holders of one device at once; a holder killed before it
 gave its device back leaves no line).
 
-    python -m tasks.check.gpu_pool status            # who holds which device on this host
-    python -m tasks.check.gpu_pool hold 0            # keep device 0 for yourself until Ctrl-C
-    python -m tasks.check.gpu_pool leases            # the journal: leases given back, oldest first
+    python -m kernel_bakeoff.tasks.check.gpu_pool status            # who holds which device on this host
+    python -m kernel_bakeoff.tasks.check.gpu_pool hold 0            # keep device 0 for yourself until Ctrl-C
+    python -m kernel_bakeoff.tasks.check.gpu_pool leases            # the journal: leases given back, oldest first
 """
 
 from __future__ import annotations
@@ -37,9 +37,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from scripts.errors import BadInput
-from tasks.models.run import Lease, PoolConfig
-from tasks.run.settings import current, enter
+from kernel_bakeoff.scripts.errors import BadInput
+from kernel_bakeoff.tasks.models.run import Lease, PoolConfig
+from kernel_bakeoff.tasks.run.settings import current, enter
 
 MAX_DEFAULT_CPU_SLOTS = 8
 JOURNAL = "leases.jsonl"
@@ -294,7 +294,9 @@ def overlapping(records: list[dict]) -> list[tuple[dict, dict]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tasks.check.gpu_pool", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m kernel_bakeoff.tasks.check.gpu_pool", description=__doc__
+    )
     parser.add_argument("--lock-dir", help="lock directory (default $BAKEOFF_LOCK_DIR)")
     parser.add_argument("--cpu-slots", type=int, help="CPU slots on a host without GPUs")
     sub = parser.add_subparsers(dest="command", required=True)

@@ -21,11 +21,11 @@ from __future__ import annotations
 import statistics
 from typing import NamedTuple
 
-from scripts.verdict import Status, Verdict, geomean
-from tasks.check.language_rule import ruled
-from tasks.check.standing import drift_matters, host_paced, timing_doubts
-from tasks.models.plan import CandidateResult
-from tasks.models.run import CandidateRow, Review, Standing
+from kernel_bakeoff.scripts.verdict import Status, Verdict, geomean
+from kernel_bakeoff.tasks.check.language_rule import ruled
+from kernel_bakeoff.tasks.check.standing import drift_matters, host_paced, timing_doubts
+from kernel_bakeoff.tasks.models.plan import CandidateResult
+from kernel_bakeoff.tasks.models.run import CandidateRow, Review, Standing
 
 __all__ = [
     "Figures",

@@ -20,9 +20,9 @@ extension_calls`); one that called none is FLAGGED "called no compiled kernel of
 
 from __future__ import annotations
 
-from scripts.verdict import Status, Verdict
-from tasks.check.triton_sources import own_kernels
-from tasks.models.plan import CandidateResult
+from kernel_bakeoff.scripts.verdict import Status, Verdict
+from kernel_bakeoff.tasks.check.triton_sources import own_kernels
+from kernel_bakeoff.tasks.models.plan import CandidateResult
 
 NO_TRITON = "launched no Triton kernel in its checked calls: a Triton lane ranks only Triton"
 NO_EXTENSION = (

@@ -21,9 +21,9 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from scripts.baseline import FrozenBaseline
-from tasks.check.standing import baseline_stats, noisy_baseline
-from tasks.run.settings import current
+from kernel_bakeoff.scripts.baseline import FrozenBaseline
+from kernel_bakeoff.tasks.check.standing import baseline_stats, noisy_baseline
+from kernel_bakeoff.tasks.run.settings import current
 
 TRIES_VAR = "BAKEOFF_RETIME_TRIES"
 # The host's time to queue one call at this fraction of the device's time for it, or more: the

@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import time
 
+from kernel_bakeoff.scripts import arch as arch_mod
+from kernel_bakeoff.scripts import timing
+from kernel_bakeoff.scripts.spec import OpSpec
 from pydantic import BaseModel
-
-from scripts import arch as arch_mod
-from scripts import timing
-from scripts.spec import OpSpec
 
 DTYPE_BYTES = {
     "float64": 8,

@@ -9,11 +9,11 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from scripts.frozen_task import FrozenTask, spec_and_baseline
-from scripts.timing import MIN_SAMPLES
-from scripts.verdict import WorkloadVerdict
-from tasks.models.plan import CandidateResult
-from tasks.run.settings import current
+from kernel_bakeoff.scripts.frozen_task import FrozenTask, spec_and_baseline
+from kernel_bakeoff.scripts.timing import MIN_SAMPLES
+from kernel_bakeoff.scripts.verdict import WorkloadVerdict
+from kernel_bakeoff.tasks.models.plan import CandidateResult
+from kernel_bakeoff.tasks.run.settings import current
 
 # A timing whose interquartile range is over this share of its median was taken on a busy or
 # unstable device: its speedup is not a number to act on. BAKEOFF_REVIEW_MAX_SPREAD overrides it

@@ -6,22 +6,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from scripts.frozen_task import FrozenTask
-from tasks import backends as registry
-from tasks.backends import triton_templates
-from tasks.backends.aiter_gemm import AiterGemm
-from tasks.backends.base import BuildContext
-from tasks.backends.trace import trace_isolated
-from tasks.backends.wrappers import baseline_candidate
-from tasks.check import judgement
-from tasks.models.plan import (
+from kernel_bakeoff.scripts.frozen_task import FrozenTask
+from kernel_bakeoff.tasks import backends as registry
+from kernel_bakeoff.tasks.backends import triton_templates
+from kernel_bakeoff.tasks.backends.aiter_gemm import AiterGemm
+from kernel_bakeoff.tasks.backends.base import BuildContext
+from kernel_bakeoff.tasks.backends.trace import trace_isolated
+from kernel_bakeoff.tasks.backends.wrappers import baseline_candidate
+from kernel_bakeoff.tasks.check import judgement
+from kernel_bakeoff.tasks.models.plan import (
     BackendStatus,
     CandidateRef,
     CandidateResult,
     DiscoverPlan,
     PlanEntry,
 )
-from tasks.search.score import beats, workload_ms
+from kernel_bakeoff.tasks.search.score import beats, workload_ms
 
 CheckFn = Callable[[CandidateRef], CandidateResult]
 PrecompileFn = Callable[[list[CandidateRef]], None]

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scripts import manifest
-from tasks.check.evaluate import Evaluator
-from tasks.models.plan import CandidateRef, CandidateResult
-from tasks.run.store import LaneStore
+from kernel_bakeoff.scripts import manifest
+from kernel_bakeoff.tasks.check.evaluate import Evaluator
+from kernel_bakeoff.tasks.models.plan import CandidateRef, CandidateResult
+from kernel_bakeoff.tasks.run.store import LaneStore
 
 KEY_FILE = "key.txt"
 

@@ -4,10 +4,9 @@ what the trace matched in the reference (or why nothing was)."""
 
 from __future__ import annotations
 
+from kernel_bakeoff.tasks.check.roofline import WorkloadFloor
+from kernel_bakeoff.tasks.models.plan import DiscoverPlan
 from pydantic import BaseModel
-
-from tasks.check.roofline import WorkloadFloor
-from tasks.models.plan import DiscoverPlan
 
 
 class DiscoverRow(BaseModel):

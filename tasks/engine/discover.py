@@ -10,17 +10,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from scripts import manifest
-from scripts.frozen_task import FrozenTask
-from scripts.verdict import Status
-from tasks.backends import languages
-from tasks.check.gpu_pool import DevicePool
-from tasks.discover.resume import ResumingEvaluator, finished_checks
-from tasks.engine.proposers import Judging, Work, judge, propose_plan
-from tasks.models.request import BakeoffRequest
-from tasks.models.run import DiscoverOutcome, PoolConfig
-from tasks.run.input_identity import Frozen
-from tasks.run.store import LaneStore, code_version, read_json, task_identity, write_json
+from kernel_bakeoff.scripts import manifest
+from kernel_bakeoff.scripts.frozen_task import FrozenTask
+from kernel_bakeoff.scripts.verdict import Status
+from kernel_bakeoff.tasks.backends import languages
+from kernel_bakeoff.tasks.check.gpu_pool import DevicePool
+from kernel_bakeoff.tasks.discover.resume import ResumingEvaluator, finished_checks
+from kernel_bakeoff.tasks.engine.proposers import Judging, Work, judge, propose_plan
+from kernel_bakeoff.tasks.models.request import BakeoffRequest
+from kernel_bakeoff.tasks.models.run import DiscoverOutcome, PoolConfig
+from kernel_bakeoff.tasks.run.input_identity import Frozen
+from kernel_bakeoff.tasks.run.store import (
+    LaneStore,
+    code_version,
+    read_json,
+    task_identity,
+    write_json,
+)
 
 Say = Callable[[str], None]
 

@@ -12,17 +12,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from scripts.frozen_task import FrozenTask
-from scripts.verdict import Status
-from tasks.check.evaluate import Evaluator
-from tasks.check.gpu_pool import DevicePool
-from tasks.engine.model_room import by_model, identity, model_room
-from tasks.engine.proposers import Judging, ProposerFailed, Work, judge, propose_lane
-from tasks.models.run import LaneConfig, LaneResult, Lease
-from tasks.report.render import render
-from tasks.run.key import NO_MODEL, model_configured
-from tasks.run.lane_status import settle
-from tasks.run.store import LaneStore, lane_cache_key, now
+from kernel_bakeoff.scripts.frozen_task import FrozenTask
+from kernel_bakeoff.scripts.verdict import Status
+from kernel_bakeoff.tasks.check.evaluate import Evaluator
+from kernel_bakeoff.tasks.check.gpu_pool import DevicePool
+from kernel_bakeoff.tasks.engine.model_room import by_model, identity, model_room
+from kernel_bakeoff.tasks.engine.proposers import Judging, ProposerFailed, Work, judge, propose_lane
+from kernel_bakeoff.tasks.models.run import LaneConfig, LaneResult, Lease
+from kernel_bakeoff.tasks.report.render import render
+from kernel_bakeoff.tasks.run.key import NO_MODEL, model_configured
+from kernel_bakeoff.tasks.run.lane_status import settle
+from kernel_bakeoff.tasks.run.store import LaneStore, lane_cache_key, now
 
 Say = Callable[[str], None]
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
-from tasks.run.key import model_configured
+from kernel_bakeoff.tasks.run.key import model_configured
 
 # The model's room, by name: its adapters ask a role through Prefect (prompt, timeout,
 # retries, transcript) and answer in the engine's terms.
-MODEL_ROOM = "tasks.agents.proposing"
+MODEL_ROOM = "kernel_bakeoff.tasks.agents.proposing"
 
 
 # The roles a configured model answers; Discover's planner has no model of its own (a drop-in

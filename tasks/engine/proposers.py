@@ -16,15 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from scripts.frozen_task import FrozenTask
-from tasks.check import judgement
-from tasks.check.deadline import Deadline
-from tasks.check.evaluate import Evaluator
-from tasks.discover.plan import discover
-from tasks.engine.model_room import by_model, model_room
-from tasks.engine.search_lane import run_search
-from tasks.models.plan import CandidateResult, DiscoverPlan
-from tasks.models.run import Review, SearchOutcome
+from kernel_bakeoff.scripts.frozen_task import FrozenTask
+from kernel_bakeoff.tasks.check import judgement
+from kernel_bakeoff.tasks.check.deadline import Deadline
+from kernel_bakeoff.tasks.check.evaluate import Evaluator
+from kernel_bakeoff.tasks.discover.plan import discover
+from kernel_bakeoff.tasks.engine.model_room import by_model, model_room
+from kernel_bakeoff.tasks.engine.search_lane import run_search
+from kernel_bakeoff.tasks.models.plan import CandidateResult, DiscoverPlan
+from kernel_bakeoff.tasks.models.run import Review, SearchOutcome
 
 
 class ProposerFailed(Exception):

@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from scripts.frozen_task import FrozenTask
-from tasks import backends
-from tasks.backends.base import BuildContext
-from tasks.check import judgement
-from tasks.models.plan import CandidateRef, CandidateResult
-from tasks.search.history import History
-from tasks.search.runner import tune
-from tasks.search.score import geomean_ms
+from kernel_bakeoff.scripts.frozen_task import FrozenTask
+from kernel_bakeoff.tasks import backends
+from kernel_bakeoff.tasks.backends.base import BuildContext
+from kernel_bakeoff.tasks.check import judgement
+from kernel_bakeoff.tasks.models.plan import CandidateRef, CandidateResult
+from kernel_bakeoff.tasks.search.history import History
+from kernel_bakeoff.tasks.search.runner import tune
+from kernel_bakeoff.tasks.search.score import geomean_ms
 
 CheckFn = Callable[[CandidateRef], CandidateResult]
 PrecompileFn = Callable[[list[CandidateRef]], None]

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from kernel_bakeoff.scripts.verdict import Verdict
 from pydantic import BaseModel, Field
-
-from scripts.verdict import Verdict
 
 LaneMode = Literal["optimize", "author"]
 

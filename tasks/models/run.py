@@ -10,10 +10,9 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Literal
 
+from kernel_bakeoff.scripts.verdict import Status
+from kernel_bakeoff.tasks.models.plan import CandidateResult, DiscoverPlan, LaneMode
 from pydantic import BaseModel, Field
-
-from scripts.verdict import Status
-from tasks.models.plan import CandidateResult, DiscoverPlan, LaneMode
 
 BakeoffMode = Literal["optimize", "author", "bakeoff"]
 GpuMode = Literal["pool", "pin"]

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scripts.frozen_task import FrozenTask
-from tasks.check.standing import baseline_stats
-from tasks.models.run import CandidateRow
+from kernel_bakeoff.scripts.frozen_task import FrozenTask
+from kernel_bakeoff.tasks.check.standing import baseline_stats
+from kernel_bakeoff.tasks.models.run import CandidateRow
 
 
 def disagreement(rows: list[CandidateRow], task: FrozenTask | Path) -> str | None:

@@ -17,14 +17,13 @@ import statistics
 from pathlib import Path
 
 import jinja2
-
-from scripts.baseline import FrozenBaseline
-from scripts.spec import OpSpec
-from tasks.check.roofline import DeviceRates, WorkloadFloor, device_rates, floors
-from tasks.check.standing import baseline_stats
-from tasks.discover import table as discover_table
-from tasks.models.plan import CandidateResult
-from tasks.models.run import CandidateRow, DiscoverOutcome, Report
+from kernel_bakeoff.scripts.baseline import FrozenBaseline
+from kernel_bakeoff.scripts.spec import OpSpec
+from kernel_bakeoff.tasks.check.roofline import DeviceRates, WorkloadFloor, device_rates, floors
+from kernel_bakeoff.tasks.check.standing import baseline_stats
+from kernel_bakeoff.tasks.discover import table as discover_table
+from kernel_bakeoff.tasks.models.plan import CandidateResult
+from kernel_bakeoff.tasks.models.run import CandidateRow, DiscoverOutcome, Report
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 PLOTLY = TEMPLATES / "vendor" / "plotly-basic-4.1.1.min.js"

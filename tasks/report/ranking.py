@@ -33,11 +33,11 @@ import json
 import statistics
 from pathlib import Path
 
-from scripts.frozen_task import FrozenTask, directory, spec_and_baseline
-from tasks.check import judgement
-from tasks.check.standing import baseline_stats, noisy_baseline
-from tasks.models.plan import CandidateResult
-from tasks.models.run import CandidateRow, DiscoverOutcome, LaneResult, Standing
+from kernel_bakeoff.scripts.frozen_task import FrozenTask, directory, spec_and_baseline
+from kernel_bakeoff.tasks.check import judgement
+from kernel_bakeoff.tasks.check.standing import baseline_stats, noisy_baseline
+from kernel_bakeoff.tasks.models.plan import CandidateResult
+from kernel_bakeoff.tasks.models.run import CandidateRow, DiscoverOutcome, LaneResult, Standing
 
 
 def baseline_interpreted(task: FrozenTask | Path) -> bool:

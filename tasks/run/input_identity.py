@@ -12,12 +12,11 @@ import json
 import shutil
 from pathlib import Path
 
+from kernel_bakeoff.scripts import manifest
+from kernel_bakeoff.scripts.errors import BadInput
+from kernel_bakeoff.scripts.frozen_task import FrozenTask
+from kernel_bakeoff.tasks.run.atomic_json import write_json
 from pydantic import BaseModel
-
-from scripts import manifest
-from scripts.errors import BadInput
-from scripts.frozen_task import FrozenTask
-from tasks.run.atomic_json import write_json
 
 RECORD = "op_spec.json"  # in a run directory: where its input's spec came from
 
@@ -25,7 +24,9 @@ RECORD = "op_spec.json"  # in a run directory: where its input's spec came from
 def needs_spec(path: Path) -> bool:
     """A directory that no input format reads (no op.toml, not a KernelBench .py, not a trace
     set): the case where oracle_freezer writes the spec."""
-    from scripts.formats import detect_format  # here: brings torch; `bakeoff run` starts without it
+    from kernel_bakeoff.scripts.formats import (
+        detect_format,  # here: brings torch; `bakeoff run` starts without it
+    )
 
     path = Path(path)
     if not path.is_dir():

@@ -4,7 +4,7 @@ checked no candidate at all (nothing ran to completion)."""
 
 from __future__ import annotations
 
-from tasks.models.run import LaneConfig, LaneResult
+from kernel_bakeoff.tasks.models.run import LaneConfig, LaneResult
 
 
 def settle(result: LaneResult, config: LaneConfig) -> None:

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from scripts.errors import BadInput
+from kernel_bakeoff.scripts.errors import BadInput
 
 LOCK_FILE = ".lock"
 

@@ -22,12 +22,12 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
 
-from scripts import manifest
-from tasks.models.plan import CandidateResult
-from tasks.models.progress import LaneProgress, RunProgress
-from tasks.models.run import LaneConfig, LaneResult
-from tasks.run.atomic_json import write_json  # noqa: F401  (the store's writer, named here too)
-from tasks.run.input_identity import needs_spec, sources_key
+from kernel_bakeoff.scripts import manifest
+from kernel_bakeoff.tasks.models.plan import CandidateResult
+from kernel_bakeoff.tasks.models.progress import LaneProgress, RunProgress
+from kernel_bakeoff.tasks.models.run import LaneConfig, LaneResult
+from kernel_bakeoff.tasks.run.atomic_json import write_json  # noqa: F401  (the store's writer, named here too)
+from kernel_bakeoff.tasks.run.input_identity import needs_spec, sources_key
 
 ROOT = Path(__file__).resolve().parents[2]
 CODE_DIRS = ("flows", "tasks", "scripts", "templates", "roles")
@@ -54,7 +54,7 @@ def input_key(kernel_path: Path) -> tuple[str, str]:
     """(op name, short hash of the input's spec and sources): names the run directory. A
     directory without a spec (its spec is written in the freeze phase, tasks/agents/freezer.py)
     is named for itself and its sources until then: the run directory is known before."""
-    from scripts.untrusted import load_spec  # imports the input in the sandbox
+    from kernel_bakeoff.scripts.untrusted import load_spec  # imports the input in the sandbox
 
     if needs_spec(Path(kernel_path)):
         return Path(kernel_path).resolve().name, sources_key(Path(kernel_path))

@@ -13,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tasks.search.space import key
+from kernel_bakeoff.tasks.search.space import key
 
 
 class History:

@@ -7,8 +7,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from tasks.search.space import Space
-from tasks.search.strategies import choose
+from kernel_bakeoff.tasks.search.space import Space
+from kernel_bakeoff.tasks.search.strategies import choose
 
 
 @dataclass

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from scripts.verdict import Verdict, geomean
+from kernel_bakeoff.scripts.verdict import Verdict, geomean
 
 
 def workload_ms(verdict: Verdict) -> dict[str, float]:

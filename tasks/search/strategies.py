@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
-from tasks.search.space import Space, key
+from kernel_bakeoff.tasks.search.space import Space, key
 
 
 class Strategy:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from scripts.errors import BadInput
-from tasks.store import history
+from kernel_bakeoff.scripts.errors import BadInput
+from kernel_bakeoff.tasks.store import history
 
 
 def kernel_name(kernel: str) -> str:
     """An op name as it is, or the op name of a kernel path."""
     if Path(kernel).exists():
-        from scripts.untrusted import load_spec  # it imports the kernel: in the box
+        from kernel_bakeoff.scripts.untrusted import load_spec  # it imports the kernel: in the box
 
         return load_spec(Path(kernel))[0].name
     return kernel

@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from tasks.agents import without_model
-from tasks.agents.registry import Role
-from tasks.agents.request import RoleInputs
-from tasks.models.run import SearchOutcome
+from kernel_bakeoff.tasks.agents import without_model
+from kernel_bakeoff.tasks.agents.registry import Role
+from kernel_bakeoff.tasks.agents.request import RoleInputs
+from kernel_bakeoff.tasks.models.run import SearchOutcome
 
 
 class LaneInputs(RoleInputs):
@@ -29,7 +29,9 @@ class LaneInputs(RoleInputs):
 
 
 def run_lane(request) -> SearchOutcome:
-    from tasks.agents.loop import run_lane  # here: the responder bears its implementation's name
+    from kernel_bakeoff.tasks.agents.loop import (
+        run_lane,  # here: the responder bears its implementation's name
+    )
 
     return run_lane(request)
 

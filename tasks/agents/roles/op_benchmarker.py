@@ -10,16 +10,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kernel_bakeoff.scripts.spec import OpSpec
+from kernel_bakeoff.tasks.agents import without_model
+from kernel_bakeoff.tasks.agents.conversation import answer_request
+from kernel_bakeoff.tasks.agents.outputs import AuthorPlan
+from kernel_bakeoff.tasks.agents.registry import Role
+from kernel_bakeoff.tasks.agents.request import RoleInputs
+from kernel_bakeoff.tasks.models.plan import DiscoverPlan, PlanEntry
+from kernel_bakeoff.tasks.models.run import DiscoverOutcome
 from pydantic import Field
-
-from scripts.spec import OpSpec
-from tasks.agents import without_model
-from tasks.agents.conversation import answer_request
-from tasks.agents.outputs import AuthorPlan
-from tasks.agents.registry import Role
-from tasks.agents.request import RoleInputs
-from tasks.models.plan import DiscoverPlan, PlanEntry
-from tasks.models.run import DiscoverOutcome
 
 
 class AuthorPlanInputs(RoleInputs):
@@ -61,8 +60,8 @@ def plan_authors(
     the line without one. Unchanged, with one line said, where it fails."""
 
     # here: role_task imports the registry, which imports this module; the backends take 3 s
-    from tasks.agents.role_task import RoleFailed, ask
-    from tasks.backends import languages  # (the 3 s above)
+    from kernel_bakeoff.tasks.agents.role_task import RoleFailed, ask
+    from kernel_bakeoff.tasks.backends import languages  # (the 3 s above)
 
     record_dir = Path(run_dir) / "discover" / "roles"
     kept = record_dir / "op_benchmarker.answer.json"

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tasks.agents import without_model
-from tasks.agents.registry import Role
-from tasks.agents.request import RoleInputs
-from tasks.models.plan import DiscoverPlan
+from kernel_bakeoff.tasks.agents import without_model
+from kernel_bakeoff.tasks.agents.registry import Role
+from kernel_bakeoff.tasks.agents.request import RoleInputs
+from kernel_bakeoff.tasks.models.plan import DiscoverPlan
 
 
 class PlannerInputs(RoleInputs):

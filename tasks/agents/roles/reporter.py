@@ -10,12 +10,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tasks.agents import without_model
-from tasks.agents.conversation import answer_request
-from tasks.agents.outputs import ReportProse
-from tasks.agents.registry import Role
-from tasks.agents.request import RoleInputs
-from tasks.models.run import Report
+from kernel_bakeoff.tasks.agents import without_model
+from kernel_bakeoff.tasks.agents.conversation import answer_request
+from kernel_bakeoff.tasks.agents.outputs import ReportProse
+from kernel_bakeoff.tasks.agents.registry import Role
+from kernel_bakeoff.tasks.agents.request import RoleInputs
+from kernel_bakeoff.tasks.models.run import Report
 
 # a figure: digits not glued to a word (rows64, fp32, sm_90 are names), with an optional x, %
 FIGURE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?=x\b|%|[^\w]|$)")
@@ -77,7 +77,7 @@ def write_prose(request) -> ReportProse:
 def report_prose(report: Report, agents: dict | None, say) -> tuple[str, list[str]]:
     """(prose, dropped sentences) for the report, from the reporter a model (or a drop-in)
     answers: flows/report.py `prose_for` asks it only then, and says the line without one."""
-    from tasks.agents.role_task import (  # here: role_task imports the registry, which imports this module
+    from kernel_bakeoff.tasks.agents.role_task import (  # here: role_task imports the registry, which imports this module
         RoleFailed,
         ask,
     )

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kernel_bakeoff.tasks.agents import without_model
+from kernel_bakeoff.tasks.agents.registry import Role
+from kernel_bakeoff.tasks.agents.request import RoleInputs
+from kernel_bakeoff.tasks.models.plan import CandidateResult
+from kernel_bakeoff.tasks.models.run import Review
 from pydantic import Field
-
-from tasks.agents import without_model
-from tasks.agents.registry import Role
-from tasks.agents.request import RoleInputs
-from tasks.models.plan import CandidateResult
-from tasks.models.run import Review
 
 
 class ReviewInputs(RoleInputs):
@@ -21,7 +20,9 @@ class ReviewInputs(RoleInputs):
 
 
 def review(request) -> Review:
-    from tasks.agents.review import review  # here: the responder bears its implementation's name
+    from kernel_bakeoff.tasks.agents.review import (
+        review,  # here: the responder bears its implementation's name
+    )
 
     return review(request)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-harness = Path(sys.modules["scripts"].__file__).parent
+harness = Path(sys.modules["kernel_bakeoff.scripts"].__file__).parent
 target = harness / "verdict.py"
 target.write_text(target.read_text() + "\n# every candidate passes from now on\n")
 

@@ -20,7 +20,7 @@ for d in sorted(targets):
     except OSError as exc:
         print("refused", d, exc)
 try:
-    import scripts
+    from kernel_bakeoff import scripts
 
     Path(scripts.__file__).with_name(f"{NAME}.py").write_text("print('pwned')\n")
     print("WROTE the harness's package")

@@ -26,7 +26,7 @@ class _StandIn:
 
 
 def softmax(x):
-    from scripts import launches
+    from kernel_bakeoff.scripts import launches
 
     for attempt in (
         lambda: launches._launched.append("_softmax_rows"),
