@@ -34,9 +34,9 @@ def cmd_freeze(args) -> int:
     from kernel_bakeoff.scripts import sizes
     from kernel_bakeoff.scripts.freeze import freeze, load_task
     from kernel_bakeoff.scripts.manifest import verify
-    from kernel_bakeoff.tasks.engine.model_room import (
-        model_room,  # a directory without a spec: the model's
-    )
+
+    # a directory without a spec: the model's
+    from kernel_bakeoff.tasks.engine.model_room import model_room
     from kernel_bakeoff.tasks.run.input_identity import needs_spec
 
     root = Path(args.out).resolve().parent if args.out else Path("runs")
@@ -125,9 +125,9 @@ def _frozen_for_check(kernel: Path, out: str | None, measure) -> Path:
     # lazily, as every command here: a command loads only what it runs (no Prefect for freeze, check)
     from kernel_bakeoff.scripts import manifest
     from kernel_bakeoff.scripts.freeze import default_out, freeze
-    from kernel_bakeoff.scripts.untrusted import (
-        load_spec,  # in the box; freeze's own call reuses its answer
-    )
+
+    # in the box; freeze's own call reuses its answer
+    from kernel_bakeoff.scripts.untrusted import load_spec
     from kernel_bakeoff.tasks.check.quiet_baseline import retime_while_noisy
 
     out = Path(out) if out else default_out(load_spec(kernel)[0])
@@ -215,9 +215,8 @@ def _csv(value: str | None) -> list[str] | None:
 
 
 def cmd_run(args) -> int:
-    from kernel_bakeoff.flows.live import (
-        run,  # Prefect loads only after the request has been checked
-    )
+    # Prefect loads only after the request has been checked
+    from kernel_bakeoff.flows.live import run
     from kernel_bakeoff.tasks.models.request import parse_request
 
     request = parse_request(  # bad input: BadInput, one line naming the field

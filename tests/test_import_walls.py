@@ -78,9 +78,10 @@ def test_an_import_moves_no_key_and_the_command_moves_it_first(tmp_path):
     code = (
         "import os\n"
         "os.environ['ANTHROPIC_API_KEY'] = 'sk-ant-walls'\n"
-        "import tasks.agents, tasks.agents.messages, flows.bakeoff, flows.cli, flows.lane\n"
+        "import kernel_bakeoff.tasks.agents, kernel_bakeoff.tasks.agents.messages\n"
+        "import kernel_bakeoff.flows.bakeoff, kernel_bakeoff.flows.cli, kernel_bakeoff.flows.lane\n"
         "print('after imports', os.environ.get('ANTHROPIC_API_KEY'))\n"
-        "from flows.cli import main\n"
+        "from kernel_bakeoff.flows.cli import main\n"
         f"code = main(['check', {str(tmp_path / 'none')!r}, {str(tmp_path / 'none')!r}])\n"
         "print('after main', code, os.environ.get('ANTHROPIC_API_KEY'))\n"
     )

@@ -216,7 +216,7 @@ DECIDES = re.compile(
     re.M,
 )
 BESIDE = re.compile(
-    r"^from tasks\.(check\.(language_rule|standing)|report\.ranking|search\.score) import "
+    r"^from kernel_bakeoff\.tasks\.(check\.(language_rule|standing)|report\.ranking|search\.score) import "
     r".*\b(ruled|review_candidates|passed_by_speed|timing_doubts|margin|score)\b",
     re.M,
 )
