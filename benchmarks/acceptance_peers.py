@@ -48,6 +48,7 @@ import time
 from pathlib import Path
 
 import torch
+
 from kernel_bakeoff.scripts.formats import module_for
 from kernel_bakeoff.scripts.spec import OpSpec
 
@@ -160,9 +161,10 @@ def do_bench_profiled(fn) -> float:
 
 
 def main(argv: list[str]) -> int:
-    from kernel_bakeoff.scripts.smclock import SmClock
     from triton import runtime
     from triton.testing import do_bench
+
+    from kernel_bakeoff.scripts.smclock import SmClock
 
     task = Path(argv[0])
     sm_clock = SmClock()

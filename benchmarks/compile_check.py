@@ -20,6 +20,7 @@ from functools import partial
 from pathlib import Path
 
 import torch
+
 from kernel_bakeoff.scripts.check import check
 from kernel_bakeoff.scripts.freeze import freeze, measure_baseline
 

@@ -24,6 +24,7 @@ from functools import partial
 from pathlib import Path
 
 import torch
+
 from kernel_bakeoff.scripts import forkserver
 from kernel_bakeoff.scripts.arch import detect, flush_bytes
 from kernel_bakeoff.scripts.check import check

@@ -188,9 +188,8 @@ def halves(kind: str, ids: list[str]) -> list[tuple[list[str], dict]]:
 def run(problem: str, kind: str, ids: list[str], budget: int, backends: str | None, workdir: Path, timeout: float) -> dict:  # fmt: skip
     """One dispatched bake-off of `problem`; what it did, as multi_gpu's `outcome` reads it,
     plus each lane's worker and the host's lease journal."""
-    from kernel_bakeoff.tasks.check.gpu_pool import DevicePool, Devices, overlapping
-
     from benchmarks.multi_gpu import outcome
+    from kernel_bakeoff.tasks.check.gpu_pool import DevicePool, Devices, overlapping
 
     pool, suffix = POOLS[kind]
     pg = Postgres(workdir / "pg")
@@ -252,9 +251,8 @@ def run(problem: str, kind: str, ids: list[str], budget: int, backends: str | No
 
 
 def main(argv: list[str] | None = None) -> int:
-    from kernel_bakeoff.tasks.check.gpu_pool import detect
-
     from benchmarks.multi_gpu import run_arguments
+    from kernel_bakeoff.tasks.check.gpu_pool import detect
 
     ap = run_arguments(__doc__)
     args = ap.parse_args(argv)

@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
+
 from kernel_bakeoff.scripts.formats import module_for  # noqa: E402
 from kernel_bakeoff.scripts.freeze import freeze, load_task  # noqa: E402
 from kernel_bakeoff.tasks import backends  # noqa: E402

@@ -22,6 +22,7 @@ from functools import partial
 from pathlib import Path
 
 import torch
+
 from kernel_bakeoff.scripts.check import check
 from kernel_bakeoff.scripts.freeze import freeze, load_task, measure_baseline
 

@@ -123,11 +123,12 @@ def grid_configs(match, grid: dict[str, list[str]]) -> list[tuple[str, dict]]:
 def launches(spec, src: Path, entry: str, match, config: dict, scratch: Path) -> list:
     """The (kernel, args, kwargs) the config's impl.py launches on the problem's meta inputs."""
     import torch
+    from triton.runtime.jit import JITFunction
+
     from kernel_bakeoff.scripts.formats import module_for
     from kernel_bakeoff.tasks.backends import op_route
     from kernel_bakeoff.tasks.backends.kernel_templates import render_impl
     from kernel_bakeoff.tasks.backends.trace import _meta_inputs
-    from triton.runtime.jit import JITFunction
 
     (scratch / "impl.py").write_text(render_impl(match, config))
     route = {"op": match.op, "epilogue": match.params.get("epilogue", [])}
@@ -153,8 +154,9 @@ def launches(spec, src: Path, entry: str, match, config: dict, scratch: Path) ->
 
 def compile_launch(kernel, args, kwargs):
     """cross_compile one captured launch for sm_90, typed as Triton types it at launch."""
-    from kernel_bakeoff.tasks.backends.triton_xc import cross_compile
     from triton.runtime.jit import mangle_type
+
+    from kernel_bakeoff.tasks.backends.triton_xc import cross_compile
 
     bound = dict(zip(kernel.arg_names, args))
     options = {k: v for k, v in kwargs.items() if k not in kernel.arg_names}

@@ -28,6 +28,9 @@ import threading
 import uuid
 from pathlib import Path
 
+from prefect import flow, get_run_logger
+from prefect.runtime import flow_run
+
 from kernel_bakeoff.flows import phases
 from kernel_bakeoff.flows.discover import discover
 from kernel_bakeoff.flows.freeze import freeze
@@ -51,8 +54,6 @@ from kernel_bakeoff.tasks.run.key import model_configured, take_key
 from kernel_bakeoff.tasks.run.lock import run_lock
 from kernel_bakeoff.tasks.run.settings import enter
 from kernel_bakeoff.tasks.run.store import RunStore, lane_cache_key, now
-from prefect import flow, get_run_logger
-from prefect.runtime import flow_run
 
 MAX_LANES_AT_ONCE = 64  # lanes beyond the devices wait for a lease anyway
 

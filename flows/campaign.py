@@ -20,6 +20,9 @@ import json
 import os
 from pathlib import Path
 
+from prefect import flow, get_run_logger
+from prefect.runtime import flow_run
+
 from kernel_bakeoff.flows.bakeoff import bakeoff
 from kernel_bakeoff.flows.freeze import freeze
 from kernel_bakeoff.flows.opening import Opened, check_opened, validate
@@ -41,8 +44,6 @@ from kernel_bakeoff.tasks.run.lock import run_lock
 from kernel_bakeoff.tasks.run.settings import enter
 from kernel_bakeoff.tasks.run.store import RunStore, default_run_dir
 from kernel_bakeoff.tasks.store.history import history_url
-from prefect import flow, get_run_logger
-from prefect.runtime import flow_run
 
 
 def _run_name() -> str:

@@ -7,6 +7,9 @@ one measured, and keeps the outcome under `discover/`, reused by a re-run with t
 
 from __future__ import annotations
 
+from prefect import flow, get_run_logger
+from prefect.runtime import flow_run
+
 from kernel_bakeoff.flows.opening import Opened
 from kernel_bakeoff.tasks.discover.table import matched_line
 from kernel_bakeoff.tasks.engine.discover import run_discover
@@ -14,8 +17,6 @@ from kernel_bakeoff.tasks.models.run import DiscoverOutcome
 from kernel_bakeoff.tasks.run.input_identity import Frozen
 from kernel_bakeoff.tasks.run.key import take_key
 from kernel_bakeoff.tasks.run.settings import enter
-from prefect import flow, get_run_logger
-from prefect.runtime import flow_run
 
 
 def _run_name() -> str:

@@ -14,6 +14,9 @@ import sys
 from functools import partial
 from pathlib import Path
 
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NONE
+
 from kernel_bakeoff.scripts.freeze import load_task
 from kernel_bakeoff.tasks.check.freezing import freeze_isolated
 from kernel_bakeoff.tasks.check.quiet_baseline import retime_while_noisy
@@ -22,8 +25,6 @@ from kernel_bakeoff.tasks.models.run import PoolConfig
 from kernel_bakeoff.tasks.run.input_identity import Frozen, SpecSource, needs_spec
 from kernel_bakeoff.tasks.run.key import take_key
 from kernel_bakeoff.tasks.run.settings import enter
-from prefect import flow, get_run_logger, task
-from prefect.cache_policies import NONE
 
 
 @task(name="write-op-spec", cache_policy=NONE)

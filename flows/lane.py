@@ -17,13 +17,14 @@ import json
 import sys
 from pathlib import Path
 
+from prefect import flow, get_run_logger
+from prefect.runtime import flow_run
+
 from kernel_bakeoff.flows.prefect_workarounds import LaneStarts, outlive_worker
 from kernel_bakeoff.tasks.engine.lane import lane_store, run_lane
 from kernel_bakeoff.tasks.models.run import LaneConfig, LaneResult
 from kernel_bakeoff.tasks.run.key import take_key
 from kernel_bakeoff.tasks.run.settings import enter
-from prefect import flow, get_run_logger
-from prefect.runtime import flow_run
 
 
 class LaneFailed(Exception):

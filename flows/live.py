@@ -14,6 +14,16 @@ import threading
 import time
 from pathlib import Path
 
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
 from kernel_bakeoff.flows import phases
 from kernel_bakeoff.flows.opening import Opened, run_dir_of, validate
 from kernel_bakeoff.flows.prefect_workarounds import (
@@ -33,15 +43,6 @@ from kernel_bakeoff.tasks.run.key import model_configured
 from kernel_bakeoff.tasks.run.lock import run_lock
 from kernel_bakeoff.tasks.run.settings import enter
 from kernel_bakeoff.tasks.run.store import LaneStore, RunStore, write_json
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
 POLL_S = 0.25
 TIMELINE = "cli_timeline.json"

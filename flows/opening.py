@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from kernel_bakeoff.scripts.arch import cpu_llc_bytes
 from kernel_bakeoff.scripts.check import default_samples
 from kernel_bakeoff.scripts.errors import BadInput
@@ -22,7 +24,6 @@ from kernel_bakeoff.tasks.models.request import BakeoffRequest
 from kernel_bakeoff.tasks.run.input_identity import Frozen
 from kernel_bakeoff.tasks.run.lock import held_here
 from kernel_bakeoff.tasks.run.store import default_run_dir
-from pydantic import BaseModel
 
 
 class Opened(BaseModel):

@@ -24,6 +24,11 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NONE
+from prefect.states import Completed, Failed
+
 from kernel_bakeoff.flows.bakeoff import bakeoff
 from kernel_bakeoff.flows.prefect_workarounds import outlive_worker, subflows_without_heartbeats
 from kernel_bakeoff.scripts.check import check
@@ -38,10 +43,6 @@ from kernel_bakeoff.tasks.run.settings import enter
 from kernel_bakeoff.tasks.run.store import write_json
 from kernel_bakeoff.tasks.store import history
 from kernel_bakeoff.tasks.store.trend import compare, trend
-from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_markdown_artifact
-from prefect.cache_policies import NONE
-from prefect.states import Completed, Failed
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL_KEYS = {"path", "mode", "budget", "backends", "target_language", "full_bakeoff"}

@@ -11,6 +11,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from prefect import flow, get_run_logger
+from prefect.artifacts import (
+    create_link_artifact,
+    create_markdown_artifact,
+    create_table_artifact,
+)
+from prefect.runtime import flow_run
+
 from kernel_bakeoff.flows.opening import Opened
 from kernel_bakeoff.scripts.frozen_task import FrozenTask, spec_and_baseline
 from kernel_bakeoff.scripts.isolation import warning
@@ -26,13 +34,6 @@ from kernel_bakeoff.tasks.run.key import take_key
 from kernel_bakeoff.tasks.run.settings import enter
 from kernel_bakeoff.tasks.run.store import write_json
 from kernel_bakeoff.tasks.store import history
-from prefect import flow, get_run_logger
-from prefect.artifacts import (
-    create_link_artifact,
-    create_markdown_artifact,
-    create_table_artifact,
-)
-from prefect.runtime import flow_run
 
 
 def artifact_key(kernel: str, what: str, scope: str = "") -> str:

@@ -4,8 +4,9 @@ winner), a line for each lane that did not complete, and the winner's line with 
 
 from __future__ import annotations
 
-from kernel_bakeoff.tasks.models.run import Report, Standing
 from rich.table import Table
+
+from kernel_bakeoff.tasks.models.run import Report, Standing
 
 # Rows whose status needs no words: a winner is explained below the table.
 SELF_EXPLAINED = (Standing.WINNER,)

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernel_bakeoff.scripts.verdict import Status, Timing
 from pydantic import BaseModel, Field
+
+from kernel_bakeoff.scripts.verdict import Status, Timing
 
 FILE = "baseline.json"
 

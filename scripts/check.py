@@ -19,12 +19,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from kernel_bakeoff.scripts import box, forkserver, isolation, manifest, protocol, sandbox
 from kernel_bakeoff.scripts.arch import cpu_llc_bytes
 from kernel_bakeoff.scripts.errors import BadInput
 from kernel_bakeoff.scripts.judge import CHILD_PGID, HARNESS_DIR, TEST_COMPILE_CACHE_VAR
 from kernel_bakeoff.scripts.verdict import Status, Verdict
-from pydantic import ValidationError
 
 _HARNESS_AT_IMPORT = manifest.build(HARNESS_DIR)
 _FIRST_SEEN: dict[str, str] = {}  # task directory -> sha256 of its MANIFEST.json, this process

@@ -31,6 +31,7 @@ _REPLACE = os.replace
 import faulthandler  # noqa: E402
 
 import torch  # noqa: E402  (after the captures above)
+
 from kernel_bakeoff.scripts import (  # noqa: E402
     compare,
     launches,

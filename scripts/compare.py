@@ -9,6 +9,7 @@ error is far beyond the tolerance; a stale or memoised output (|e| ~ |ref|) fail
 from __future__ import annotations
 
 import torch
+
 from kernel_bakeoff.scripts.verdict import Status
 
 PROJECTIONS = 4

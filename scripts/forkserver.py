@@ -43,11 +43,12 @@ def preload(compiler: bool = False) -> bool:
     """What every judge and candidate imports, short of touching a device (which would make the
     forks' device contexts unusable); with `compiler`, Dynamo and Inductor too where that can
     be done without touching it. True if the compiler was imported."""
+    import torch  # noqa: F401
+
     import kernel_bakeoff.scripts.child  # noqa: F401
     import kernel_bakeoff.scripts.judge  # noqa: F401
     import kernel_bakeoff.scripts.reference  # noqa: F401
     import kernel_bakeoff.scripts.verify  # noqa: F401
-    import torch  # noqa: F401
 
     try:
         import triton.language  # noqa: F401

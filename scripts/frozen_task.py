@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict
+
 from kernel_bakeoff.scripts import manifest
 from kernel_bakeoff.scripts.baseline import FrozenBaseline
 from kernel_bakeoff.scripts.errors import BadInput
 from kernel_bakeoff.scripts.spec import OpSpec
-from pydantic import BaseModel, ConfigDict
 
 
 class FrozenTask(BaseModel):

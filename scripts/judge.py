@@ -567,10 +567,11 @@ def _beside(beside: Results, index: int) -> protocol.ChildWorkload | str:
 def _preload() -> None:
     """Imports made while the candidate runs. Not the device context: creating one on the
     candidate's device while it is being timed would disturb its samples."""
+    import torch  # noqa: F401
+
     import kernel_bakeoff.scripts.compare  # noqa: F401
     import kernel_bakeoff.scripts.formats  # noqa: F401
     import kernel_bakeoff.scripts.reference  # noqa: F401
-    import torch  # noqa: F401
 
     try:
         import triton.language  # noqa: F401

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import torch
+
 from kernel_bakeoff.scripts.errors import BadInput
 from kernel_bakeoff.scripts.safe_paths import inside
 from kernel_bakeoff.scripts.spec import InputSpec, OpSpec, Workload

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
 from kernel_bakeoff.scripts.spec import OpSpec
 from kernel_bakeoff.scripts.verdict import Status
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 DEFAULT_TRIALS = 3
 DEFAULT_WARMUP = 10

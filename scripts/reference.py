@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 import torch
+
 from kernel_bakeoff.scripts import compare, tensorfile
 from kernel_bakeoff.scripts.errors import BadInput
 from kernel_bakeoff.scripts.formats import module_for

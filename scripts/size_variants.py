@@ -6,8 +6,9 @@ module holding both tied scripts.formats and scripts.sizes into an import circle
 
 from __future__ import annotations
 
-from kernel_bakeoff.scripts.spec import Workload
 from pydantic import BaseModel
+
+from kernel_bakeoff.scripts.spec import Workload
 
 
 class Variant(BaseModel):

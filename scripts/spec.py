@@ -6,8 +6,9 @@ from enum import Enum
 from pathlib import Path
 from typing import Literal
 
-from kernel_bakeoff.scripts.safe_paths import name_problem
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from kernel_bakeoff.scripts.safe_paths import name_problem
 
 DTYPES = (
     "float64",

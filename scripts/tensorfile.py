@@ -11,6 +11,7 @@ import math
 from pathlib import Path
 
 import torch
+
 from kernel_bakeoff.scripts import untrusted_file
 from kernel_bakeoff.scripts.protocol import SavedTensor
 

@@ -19,9 +19,10 @@ line is.
 from __future__ import annotations
 
 import torch
-from kernel_bakeoff.scripts import launches
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
+
+from kernel_bakeoff.scripts import launches
 
 # Ops that allocate, fill with a constant, reshape, or copy/cast: bookkeeping around a kernel.
 BOOKKEEPING = frozenset(

@@ -25,11 +25,12 @@ import json
 from pathlib import Path
 from typing import Protocol
 
+from pydantic import BaseModel, Field
+
 from kernel_bakeoff.tasks.models.run import Report, Standing
 from kernel_bakeoff.tasks.report.html import results_by_row
 from kernel_bakeoff.tasks.run.settings import current
 from kernel_bakeoff.tasks.run.store import write_json
-from pydantic import BaseModel, Field
 
 ELIGIBLE = {Standing.WINNER, Standing.ELIGIBLE, Standing.WITHIN_SPREAD, Standing.PASSED}
 

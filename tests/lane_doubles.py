@@ -18,7 +18,6 @@ from kernel_bakeoff.tasks.check.deadline import Deadline
 from kernel_bakeoff.tasks.models.plan import CandidateResult
 from kernel_bakeoff.tasks.models.run import SearchOutcome
 from kernel_bakeoff.tasks.run.store import write_json
-
 from tests.scripted_api import tool
 
 LANE_ENV = {

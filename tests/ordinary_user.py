@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from kernel_bakeoff.scripts import box, isolation
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

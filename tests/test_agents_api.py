@@ -11,13 +11,13 @@ import time
 from pathlib import Path
 
 import pytest
+
 from kernel_bakeoff.scripts.freeze import load_task
 from kernel_bakeoff.tasks.agents.messages import RoleError, converse
 from kernel_bakeoff.tasks.agents.outputs import ReviewAnswer
 from kernel_bakeoff.tasks.agents.tools import LaneTools
 from kernel_bakeoff.tasks.agents.transcript import Ledger, events
 from kernel_bakeoff.tasks.agents.workspace import Workspace
-
 from tests.agent_env import held_key, settings_for
 from tests.agent_kernels import frozen_tiny_softmax
 from tests.scripted_api import ScriptedAPI, fault, hang, reply, text, tool

@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 
 import pytest
+
 from kernel_bakeoff.scripts.check import check
 from kernel_bakeoff.tasks.agents.claude_code import converse
 from kernel_bakeoff.tasks.agents.loop import judge_claim
@@ -23,7 +24,6 @@ from kernel_bakeoff.tasks.agents.tools import LaneTools
 from kernel_bakeoff.tasks.agents.transcript import Ledger, events
 from kernel_bakeoff.tasks.models.plan import CandidateResult
 from kernel_bakeoff.tasks.run.store import LaneStore
-
 from tests.agent_env import held_key, settings_for
 from tests.agent_kernels import rows_kernel
 from tests.conftest import ROOT

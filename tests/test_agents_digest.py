@@ -9,11 +9,11 @@ import os
 from pathlib import Path
 
 import pytest
+
 from kernel_bakeoff.tasks.agents.digest import build, limiter, render
 from kernel_bakeoff.tasks.agents.profile import digest
 from kernel_bakeoff.tasks.agents.profile_parse import OUTSIDE, clean_name, parse_ncu, parse_rocprof
 from kernel_bakeoff.tasks.check.roofline import DeviceRates, WorkloadFloor
-
 from tests.agent_kernels import frozen_tiny_softmax, rows_kernel
 
 DATA = Path(__file__).parent / "data" / "profiles"

@@ -9,9 +9,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from kernel_bakeoff.scripts.formats import load_spec
 from kernel_bakeoff.tasks.agents.freezer import no_spec_here, write_spec
-
 from tests.agent_env import held_key, settings_for
 from tests.conftest import EXAMPLES
 from tests.scripted_api import ScriptedAPI, reply, tool
@@ -175,11 +175,11 @@ def test_the_bakeoff_flow_called_directly_writes_the_spec_and_applies_to_the_ori
     of the ORIGINAL repository without that op.toml; the staged copy is left as it was. Then
     `bakeoff apply RUN_DIR` on the same run makes the next branch the same way."""
     import git
+
     from kernel_bakeoff.flows.bakeoff import bakeoff
     from kernel_bakeoff.tasks.apply.cli import apply_run
     from kernel_bakeoff.tasks.models.request import BakeoffRequest
     from kernel_bakeoff.tasks.run.input_identity import recorded
-
     from tests.agent_env import AGENT_ENV
     from tests.agent_kernels import rows_kernel
     from tests.controlled_timings import control_checks

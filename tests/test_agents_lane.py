@@ -12,8 +12,8 @@ from pathlib import Path
 
 import git
 import pytest
-from kernel_bakeoff.scripts.verdict import Status
 
+from kernel_bakeoff.scripts.verdict import Status
 from tests.agent_env import AGENT_ENV, KEY_PREFIX, held_key
 from tests.agent_kernels import KEY_SEARCH, WRONG, rows_kernel, tiny_softmax
 from tests.conftest import run_cli

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from kernel_bakeoff.tasks.agents.loop import run_lane
 
+from kernel_bakeoff.tasks.agents.loop import run_lane
 from tests.agent_env import held_key
 from tests.agent_kernels import WRONG, frozen_tiny_softmax, rows_kernel
 from tests.lane_doubles import LANE_ENV, FakeEvaluator, lane_request, prompt_of

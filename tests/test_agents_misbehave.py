@@ -12,10 +12,10 @@ import json
 from pathlib import Path
 
 import pytest
+
 from kernel_bakeoff.scripts.verdict import Status
 from kernel_bakeoff.tasks.agents.transcript import events
 from kernel_bakeoff.tasks.check.language_rule import NO_TRITON
-
 from tests.agent_env import AGENT_ENV, held_key
 from tests.agent_kernels import SOFTMAX_ROWS, tiny_softmax
 from tests.misbehaving_model import (

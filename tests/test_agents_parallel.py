@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from kernel_bakeoff.tasks.agents.explore import default_width, shares
 from kernel_bakeoff.tasks.agents.loop import run_lane
 from kernel_bakeoff.tasks.agents.transcript import events
-
 from tests.agent_env import held_key
 from tests.agent_kernels import frozen_tiny_softmax, rows_kernel
 from tests.lane_doubles import LANE_ENV, FakeEvaluator, Router, lane_request

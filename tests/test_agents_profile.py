@@ -18,6 +18,7 @@ import stat
 import sys
 
 import pytest
+
 from kernel_bakeoff.tasks.agents.profile import profile, which_profiler
 
 FAKE = """#!{python}

@@ -7,11 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from kernel_bakeoff.scripts.check import check
 from kernel_bakeoff.scripts.verdict import Status
 from kernel_bakeoff.tasks.agents.quick import QuickChecks
 from kernel_bakeoff.tasks.agents.tools import LaneTools
-
 from tests.agent_kernels import WRONG, frozen_tiny_softmax, rows_kernel
 from tests.test_agents_api import workspace
 

@@ -8,6 +8,8 @@ import inspect
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
+
 from kernel_bakeoff.tasks.agents import RoleRequest
 from kernel_bakeoff.tasks.agents.conversation import ending, transcript_of
 from kernel_bakeoff.tasks.agents.drivers import DRIVERS, Driver, RoleError, driver_for
@@ -16,7 +18,6 @@ from kernel_bakeoff.tasks.agents.settings import AgentSettings
 from kernel_bakeoff.tasks.agents.transcript import BudgetSpent, Ledger
 from kernel_bakeoff.tasks.check.deadline import Deadline
 from kernel_bakeoff.tasks.models.run import Review, SearchOutcome
-from pydantic import ValidationError
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -9,7 +9,6 @@ from kernel_bakeoff.tasks.agents.review import review
 from kernel_bakeoff.tasks.check.deadline import Deadline
 from kernel_bakeoff.tasks.models.plan import CandidateRef, CandidateResult
 from kernel_bakeoff.tasks.models.run import Review
-
 from tests.agent_env import held_key
 from tests.agent_kernels import frozen_tiny_softmax, rows_kernel
 from tests.lane_doubles import LANE_ENV, prompt_of, verdict_for

@@ -7,11 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from kernel_bakeoff.scripts.freeze import load_task
 from kernel_bakeoff.tasks.agents.knowledge import KNOWLEDGE
 from kernel_bakeoff.tasks.agents.sheet import hardware_facts, workload_rows
 from kernel_bakeoff.tasks.check.roofline import DeviceRates, floors
-
 from tests.agent_kernels import frozen_tiny_softmax
 from tests.test_agents_api import workspace
 

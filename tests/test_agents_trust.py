@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from kernel_bakeoff.scripts.check import check
 from kernel_bakeoff.scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
 from kernel_bakeoff.tasks.agents.loop import same_figure
@@ -16,7 +17,6 @@ from kernel_bakeoff.tasks.agents.tools import INPUT_CHARS, LaneTools
 from kernel_bakeoff.tasks.check.language_rule import NO_TRITON, ruled
 from kernel_bakeoff.tasks.models.plan import CandidateRef, CandidateResult
 from kernel_bakeoff.tasks.run.store import write_json
-
 from tests.agent_kernels import frozen_tiny_softmax, rows_kernel
 from tests.misbehaving_model import FORGE
 from tests.test_agents_api import workspace

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import git
 import pytest
+
 from kernel_bakeoff.scripts.check import check
 from kernel_bakeoff.tasks.apply.winner import apply_winner
 from kernel_bakeoff.tasks.models.plan import CandidateRef, CandidateResult

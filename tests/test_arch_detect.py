@@ -4,6 +4,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+
 from kernel_bakeoff.scripts import arch
 from kernel_bakeoff.scripts.errors import BadInput
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
+
 from kernel_bakeoff.scripts.freeze import freeze
 from kernel_bakeoff.scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
 from kernel_bakeoff.tasks.backends import aiter_csv, gemm_shapes, wrappers

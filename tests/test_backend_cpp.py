@@ -9,6 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+
 from kernel_bakeoff.scripts import arch
 from kernel_bakeoff.scripts.spec import OpSpec, Workload
 from kernel_bakeoff.tasks.backends import cpp_defines

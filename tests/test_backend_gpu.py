@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 import torch
+
 from kernel_bakeoff.scripts.freeze import freeze
 from kernel_bakeoff.tasks.discover.plan import discover
 from kernel_bakeoff.tasks.engine.search_lane import run_search

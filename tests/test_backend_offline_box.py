@@ -14,6 +14,7 @@ import threading
 from functools import partial
 
 import pytest
+
 from kernel_bakeoff.scripts import isolation
 from kernel_bakeoff.scripts.freeze import freeze, measure_baseline
 from kernel_bakeoff.tasks.backends import gemm_shapes, offline_run

@@ -4,6 +4,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+
 from kernel_bakeoff.scripts.errors import BadInput
 from kernel_bakeoff.tasks import backends
 from kernel_bakeoff.tasks.backends import aiter_gemm, cuda_cpp, hip_cpp, torch_compile, tunableop

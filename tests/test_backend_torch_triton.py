@@ -4,6 +4,7 @@ import textwrap
 from pathlib import Path
 
 import torch
+
 from kernel_bakeoff.scripts import arch
 from kernel_bakeoff.scripts.program import import_file
 from kernel_bakeoff.scripts.spec import OpSpec, Workload

@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from kernel_bakeoff.scripts.errors import BadInput
 
 from .conftest import EXAMPLES, cli_in_process, run_cli

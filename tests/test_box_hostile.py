@@ -19,6 +19,7 @@ from functools import partial
 from pathlib import Path
 
 import pytest
+
 from kernel_bakeoff.scripts import isolation
 from kernel_bakeoff.scripts.check import check
 from kernel_bakeoff.scripts.freeze import freeze, measure_baseline

@@ -6,6 +6,7 @@ import math
 from functools import partial
 
 import pytest
+
 from kernel_bakeoff.scripts.freeze import freeze, measure_baseline
 
 from .conftest import EXAMPLES, cli_in_process

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
+
 from kernel_bakeoff.scripts.check import check
 from kernel_bakeoff.scripts.freeze import freeze, measure_baseline
 from kernel_bakeoff.scripts.verdict import Status

@@ -11,6 +11,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+
 from kernel_bakeoff.scripts import sandbox
 
 from .conftest import ROOT

@@ -6,6 +6,7 @@ from functools import partial
 from pathlib import Path
 
 import pytest
+
 from kernel_bakeoff.scripts import manifest
 from kernel_bakeoff.scripts.check import check
 from kernel_bakeoff.scripts.errors import BadInput

@@ -6,6 +6,7 @@ import sys
 
 import pytest
 import torch
+
 from kernel_bakeoff.scripts import compare, tensorfile, timing
 from kernel_bakeoff.scripts.verdict import Status
 

@@ -12,6 +12,7 @@ its reference, and is still charged."""
 from __future__ import annotations
 
 import pytest
+
 from kernel_bakeoff.scripts.timing import Clock
 
 

@@ -8,9 +8,9 @@ import shutil
 import pytest
 import torch
 import torch.nn.functional as F
+
 from kernel_bakeoff.tasks.backends import kernel_templates as kt
 from kernel_bakeoff.tasks.backends.match import Match, find
-
 from tests.test_match_templates import PROBLEM, _load, pytestmark, traced  # noqa: F401
 
 # fn, input shape, weight shape, keyword arguments of torch's call

@@ -2,8 +2,8 @@
 gfx950 and sm_90 on this CPU box (in a child without TRITON_INTERPRET)."""
 
 import pytest
-from kernel_bakeoff.tasks.backends.triton_xc import amd_registers, cross_compile_in_child
 
+from kernel_bakeoff.tasks.backends.triton_xc import amd_registers, cross_compile_in_child
 from tests.conftest import EXAMPLES, ROOT
 
 TARGETS = ["gfx942", "gfx950", "sm_90"]

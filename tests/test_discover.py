@@ -2,7 +2,6 @@
 
 from kernel_bakeoff.tasks.backends import torch_compile
 from kernel_bakeoff.tasks.discover.plan import discover
-
 from tests.inprocess_check import make_check
 
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+
 from kernel_bakeoff.scripts import manifest
 from kernel_bakeoff.scripts.errors import BadInput
 from kernel_bakeoff.scripts.frozen_task import FrozenTask
@@ -17,7 +18,6 @@ from kernel_bakeoff.tasks.engine.lane import lane_store, run_lane
 from kernel_bakeoff.tasks.engine.proposers import Work, lane_proposer, plan_proposer
 from kernel_bakeoff.tasks.models.run import LaneConfig, LaneSpec
 from kernel_bakeoff.tasks.run.key import forget_key
-
 from tests.import_graph import ROOT, edges
 
 FLOWS_AND_ENGINE = [

@@ -5,6 +5,7 @@ import shutil
 
 import pytest
 import torch
+
 from kernel_bakeoff.scripts import manifest
 from kernel_bakeoff.scripts.compare import rel_error
 from kernel_bakeoff.scripts.errors import BadInput

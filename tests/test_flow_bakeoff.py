@@ -8,6 +8,7 @@ import itertools
 import os
 
 import pytest
+
 from kernel_bakeoff.scripts.verdict import Status
 from kernel_bakeoff.tasks.check.gpu_pool import DevicePool, resolve
 from kernel_bakeoff.tasks.models.run import PoolConfig

@@ -4,6 +4,7 @@ import json
 import shutil
 
 import pytest
+
 from kernel_bakeoff.flows.opening import validate
 from kernel_bakeoff.scripts.errors import BadInput
 from kernel_bakeoff.scripts.verdict import Status, Timing, Verdict, WorkloadVerdict

@@ -1,6 +1,7 @@
 """The nightly regression flow: a suite file, one bake-off per kernel, one summary artifact."""
 
 import pytest
+
 from kernel_bakeoff.scripts.errors import BadInput
 
 from .conftest import EXAMPLES, ROOT
@@ -36,9 +37,10 @@ def test_malformed_suites_are_refused(tmp_path, text, message):
 
 
 def test_nightly_full_bakeoff_runs_every_kernel_and_summarises(prefect_api, tmp_path, monkeypatch):
-    from kernel_bakeoff.flows.regression import regression
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    from kernel_bakeoff.flows.regression import regression
 
     monkeypatch.setenv("BAKEOFF_LOCK_DIR", str(tmp_path / "locks"))
     suite = tmp_path / "suite.toml"

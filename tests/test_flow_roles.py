@@ -5,6 +5,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from kernel_bakeoff.scripts.errors import BadInput
 from kernel_bakeoff.tasks.agents import ROLES, RoleFailed, ask, check_agents, render_prompt
 

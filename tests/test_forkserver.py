@@ -7,6 +7,7 @@ import threading
 import time
 
 import pytest
+
 from kernel_bakeoff.scripts import forkserver
 from kernel_bakeoff.scripts.verdict import Status
 

@@ -2,6 +2,7 @@ import json
 import os
 
 import pytest
+
 from kernel_bakeoff.scripts import manifest
 from kernel_bakeoff.scripts.errors import BadInput
 from kernel_bakeoff.scripts.freeze import freeze, load_task

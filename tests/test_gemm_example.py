@@ -1,5 +1,6 @@
 import pytest
 import torch
+
 from kernel_bakeoff.scripts.compare import rel_error
 from kernel_bakeoff.scripts.formats import load_spec, module_for
 from kernel_bakeoff.scripts.freeze import freeze, load_task

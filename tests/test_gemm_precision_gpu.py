@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+
 from kernel_bakeoff.scripts.check import check
 from kernel_bakeoff.scripts.verdict import Status
 from kernel_bakeoff.tasks.backends import kernel_templates as kt

@@ -9,6 +9,7 @@ import time
 from datetime import UTC
 
 import pytest
+
 from kernel_bakeoff.tasks.store import history
 
 from .conftest import ROOT, cli_in_process

@@ -2,6 +2,7 @@
 takes it (torch.compile checks option names when it wraps, before any compile)."""
 
 import torch
+
 from kernel_bakeoff.tasks.backends import inductor_knobs, torch_compile
 
 

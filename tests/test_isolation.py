@@ -17,6 +17,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+
 from kernel_bakeoff.scripts import isolation, sandbox
 
 from .conftest import ROOT

@@ -8,6 +8,7 @@ from functools import partial
 from pathlib import Path
 
 import pytest
+
 from kernel_bakeoff.scripts import isolation, judge_clock, tensorfile, untrusted_file
 from kernel_bakeoff.scripts.check import check
 from kernel_bakeoff.scripts.freeze import freeze, measure_baseline

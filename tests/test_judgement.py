@@ -9,6 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+
 from kernel_bakeoff.scripts.verdict import Status, Timing, Verdict, WorkloadVerdict, geomean
 from kernel_bakeoff.tasks.agents import review as model_review
 from kernel_bakeoff.tasks.agents import without_model
@@ -20,7 +21,6 @@ from kernel_bakeoff.tasks.report.ranking import rank
 from kernel_bakeoff.tasks.search.runner import tune
 from kernel_bakeoff.tasks.search.score import geomean_ms
 from kernel_bakeoff.tasks.search.space import Param, Space, key
-
 from tests.conftest import ROOT
 
 FROZEN = {"small": 0.8, "large": 5.0}  # the frozen baseline's medians, ms

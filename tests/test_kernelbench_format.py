@@ -4,6 +4,7 @@ import sys
 
 import pytest
 import torch
+
 from kernel_bakeoff.scripts.errors import BadInput
 from kernel_bakeoff.scripts.formats import detect_format, load_spec, module_for
 from kernel_bakeoff.scripts.formats.kernelbench import guess_kind

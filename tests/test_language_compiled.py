@@ -9,12 +9,12 @@ from functools import partial
 from pathlib import Path
 
 import pytest
+
 from kernel_bakeoff.scripts.check import check
 from kernel_bakeoff.scripts.freeze import freeze, measure_baseline
 from kernel_bakeoff.scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
 from kernel_bakeoff.tasks.check.language_rule import NO_EXTENSION, NO_TRITON, ruled
 from kernel_bakeoff.tasks.models.plan import CandidateRef, CandidateResult
-
 from tests.agent_kernels import tiny_softmax
 
 

@@ -12,11 +12,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from kernel_bakeoff.scripts.check import check
 from kernel_bakeoff.scripts.verdict import Status
 from kernel_bakeoff.tasks.check.language_rule import NO_TRITON, ruled
 from kernel_bakeoff.tasks.models.plan import CandidateRef, CandidateResult
-
 from tests.agent_kernels import frozen_tiny_softmax
 from tests.conftest import EXAMPLES
 

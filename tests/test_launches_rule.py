@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
+
 from kernel_bakeoff.scripts import launches
 from kernel_bakeoff.scripts.torch_work import Tally
 from kernel_bakeoff.scripts.verdict import Status, Timing, TorchWork, Verdict, WorkloadVerdict

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
+
 from kernel_bakeoff.tasks import backends
 from kernel_bakeoff.tasks.backends import (
     lib_aiter_ops,

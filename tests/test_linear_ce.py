@@ -7,11 +7,11 @@ import shutil
 
 import torch
 import torch.nn.functional as F
+
 from kernel_bakeoff.tasks.backends import kernel_templates as kt
 from kernel_bakeoff.tasks.backends import lib_liger
 from kernel_bakeoff.tasks.backends.match import find
 from kernel_bakeoff.tasks.backends.triton_templates import templated
-
 from tests.test_match_templates import PROBLEM, _load, pytestmark, traced  # noqa: F401
 
 

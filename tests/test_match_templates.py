@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
+
 from kernel_bakeoff.scripts.formats import load_spec
 from kernel_bakeoff.tasks.backends import kernel_templates as kt
 from kernel_bakeoff.tasks.backends.match import Match, find
 from kernel_bakeoff.tasks.backends.trace import trace
-
 from tests.conftest import EXAMPLES
 
 pytestmark = pytest.mark.skipif(

@@ -1,4 +1,5 @@
 import torch
+
 from kernel_bakeoff.scripts.formats import detect_format, load_spec, module_for
 from kernel_bakeoff.scripts.spec import OpKind
 

@@ -5,6 +5,7 @@ import json
 
 import pytest
 import torch
+
 from kernel_bakeoff.scripts import sizes
 from kernel_bakeoff.scripts.check import check
 from kernel_bakeoff.scripts.formats import load_spec, module_for

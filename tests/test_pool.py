@@ -9,6 +9,7 @@ import threading
 import time
 
 import pytest
+
 from kernel_bakeoff.scripts.errors import BadInput
 from kernel_bakeoff.tasks.check.gpu_pool import (
     DevicePool,

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from kernel_bakeoff.scripts.check import check, precompile
 from kernel_bakeoff.scripts.errors import BadInput
 from kernel_bakeoff.scripts.verdict import Status
@@ -16,7 +17,6 @@ from kernel_bakeoff.tasks.check.deadline import Deadline
 from kernel_bakeoff.tasks.check.evaluate import Evaluator, precompile_jobs
 from kernel_bakeoff.tasks.models.plan import CandidateRef
 from kernel_bakeoff.tasks.run.store import LaneStore
-
 from tests.conftest import EXAMPLES
 
 JOBS_VAR = "BAKEOFF_PRECOMPILE_JOBS"  # a field of tasks/run/settings.py

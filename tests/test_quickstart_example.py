@@ -16,6 +16,7 @@ import stat
 import subprocess
 
 import pytest
+
 from kernel_bakeoff.scripts.check import check
 from kernel_bakeoff.scripts.freeze import freeze
 from kernel_bakeoff.scripts.verdict import Status

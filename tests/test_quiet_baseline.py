@@ -15,10 +15,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from rich.console import Console
+
 from kernel_bakeoff.scripts import manifest
 from kernel_bakeoff.tasks.check.quiet_baseline import host_bound, retime_while_noisy
 from kernel_bakeoff.tasks.check.standing import noisy_baseline
-from rich.console import Console
 
 from .conftest import EXAMPLES
 

@@ -7,6 +7,7 @@ import itertools
 import json
 
 import pytest
+
 from kernel_bakeoff.scripts.baseline import BaselineWorkload
 from kernel_bakeoff.scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
 from kernel_bakeoff.scripts.verify import drift, drifted

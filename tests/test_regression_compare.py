@@ -11,6 +11,7 @@ import shutil
 from datetime import UTC, datetime
 
 import pytest
+
 from kernel_bakeoff.scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
 from kernel_bakeoff.tasks.store import history
 from kernel_bakeoff.tasks.store.trend import compare
@@ -124,11 +125,12 @@ def test_a_result_that_no_longer_passes_regresses():
 def test_nightly_detects_a_slowed_winner_and_passes_an_unchanged_one(
     prefect_api, frozen_rmsnorm, tmp_path, monkeypatch
 ):
-    import kernel_bakeoff.scripts.check
-    from kernel_bakeoff.flows.regression import regression
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
     from prefect.client.schemas.sorting import ArtifactSort
+
+    import kernel_bakeoff.scripts.check
+    from kernel_bakeoff.flows.regression import regression
 
     from .controlled_timings import control_checks
 

@@ -11,6 +11,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+
 from kernel_bakeoff.scripts.spec import OpSpec
 from kernel_bakeoff.tasks.check.roofline import DeviceRates, floors
 

@@ -6,6 +6,7 @@ roofline keeps decimals on its ticks and gives each candidate one colour, its le
 import json
 
 import pytest
+
 from kernel_bakeoff.scripts.spec import InputSpec, OpSpec, Workload
 from kernel_bakeoff.scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
 from kernel_bakeoff.tasks.check.roofline import DeviceRates

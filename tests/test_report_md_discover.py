@@ -7,7 +7,6 @@ from kernel_bakeoff.tasks.models.run import DiscoverOutcome
 from kernel_bakeoff.tasks.report import html as report_html
 from kernel_bakeoff.tasks.report.ranking import rank
 from kernel_bakeoff.tasks.report.render import render
-
 from tests import test_report_html_figures as figs
 from tests.test_report_html_figures import RATES, report_of, result
 

@@ -7,7 +7,6 @@ from kernel_bakeoff.tasks.backends.trace import trace
 from kernel_bakeoff.tasks.check.roofline import DeviceRates, floors
 from kernel_bakeoff.tasks.discover import table as discover_table
 from kernel_bakeoff.tasks.models.plan import CandidateRef, CandidateResult, DiscoverPlan
-
 from tests.conftest import EXAMPLES
 
 RATES = DeviceRates(arch="x", bandwidth=1e12, peak_flops=1e15, source="datasheet", note="")

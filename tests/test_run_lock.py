@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+
 from kernel_bakeoff.scripts.errors import BadInput
 from kernel_bakeoff.tasks.run.lock import LOCK_FILE, held_here, run_lock
 

@@ -3,9 +3,9 @@
 import json
 
 import pytest
+
 from kernel_bakeoff.tasks.check.judgement import speed
 from kernel_bakeoff.tasks.engine.search_lane import run_search
-
 from tests.conftest import EXAMPLES
 from tests.inprocess_check import make_check
 

@@ -6,11 +6,11 @@ import statistics
 import sys
 
 import pytest
+
 from kernel_bakeoff.tasks.search import strategies
 from kernel_bakeoff.tasks.search.history import History
 from kernel_bakeoff.tasks.search.runner import tune
 from kernel_bakeoff.tasks.search.space import Param, Space, key
-
 from tests.conftest import ROOT
 
 DATA = ROOT / "tests" / "data"

@@ -20,6 +20,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
 from kernel_bakeoff.tasks.check.gpu_pool import DevicePool, Devices
 
 from .conftest import ROOT

@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from kernel_bakeoff.scripts.errors import BadInput
 from kernel_bakeoff.tasks.run import settings
 from kernel_bakeoff.tasks.run.settings import BakeoffSettings, current, enter, forget, load
-
 from tests.conftest import ROOT, cli_in_process
 
 SETTINGS_MODULE = ROOT / "tasks" / "run" / "settings.py"

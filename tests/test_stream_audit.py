@@ -6,6 +6,7 @@ the annotation and the marker."""
 import json
 
 import pytest
+
 from kernel_bakeoff.scripts.stream_audit import Missing, StreamAudit, overhangs
 from kernel_bakeoff.scripts.timing import Clock
 

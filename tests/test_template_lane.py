@@ -5,8 +5,8 @@ import importlib.util
 import os
 
 import pytest
-from kernel_bakeoff.tasks.engine.search_lane import run_search
 
+from kernel_bakeoff.tasks.engine.search_lane import run_search
 from tests.inprocess_check import make_check
 
 pytestmark = pytest.mark.skipif(

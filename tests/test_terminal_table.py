@@ -4,13 +4,14 @@ beside the speedup, a skipped lane says why and does not spin, the winner's path
 
 import io
 
+from rich.console import Console
+from rich.progress import Progress
+
 from kernel_bakeoff.flows.live import LaneSpinner
 from kernel_bakeoff.flows.run_table import lane_lines, ranking_table, short, winner_line
 from kernel_bakeoff.scripts.verdict import Status
 from kernel_bakeoff.tasks.models.run import LaneResult, Report, Review
 from kernel_bakeoff.tasks.report.ranking import rank
-from rich.console import Console
-from rich.progress import Progress
 
 from . import test_flow_plan
 from .test_flow_plan import lane, result

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
+
 from kernel_bakeoff.scripts.errors import BadInput
 
 # safetensors' dtype names for the dtypes an input spec can name (scripts/spec.py)

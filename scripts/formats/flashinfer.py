@@ -21,6 +21,7 @@ import shutil
 from pathlib import Path
 
 import torch
+
 from kernel_bakeoff.scripts.errors import BadInput
 from kernel_bakeoff.scripts.formats import blobs, traceset
 from kernel_bakeoff.scripts.formats.staging import scratch_dir, write_file

@@ -20,6 +20,7 @@ import shutil
 from pathlib import Path
 
 import torch
+
 from kernel_bakeoff.scripts.errors import BadInput
 from kernel_bakeoff.scripts.formats.staging import scratch_dir
 from kernel_bakeoff.scripts.program import import_file, top_level_names

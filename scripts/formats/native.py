@@ -29,12 +29,13 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from kernel_bakeoff.scripts.errors import BadInput
 from kernel_bakeoff.scripts.program import check_entry, native_inputs, resolve_entry, shape_of
 from kernel_bakeoff.scripts.safe_paths import refuse_links
 from kernel_bakeoff.scripts.size_variants import Variant, targets
 from kernel_bakeoff.scripts.spec import OpSpec, Workload
-from pydantic import ValidationError
 
 SPEC_FILE = "op.toml"
 

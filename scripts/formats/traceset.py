@@ -16,9 +16,10 @@ import logging
 from pathlib import Path
 from typing import Literal
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
 from kernel_bakeoff.scripts.errors import BadInput
 from kernel_bakeoff.scripts.program import top_level_names
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 log = logging.getLogger("bakeoff.formats.flashinfer")
 

@@ -33,13 +33,14 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import httpx
+from pydantic import BaseModel, ValidationError
+
 from kernel_bakeoff.scripts import box, isolation
 from kernel_bakeoff.tasks.agents.drivers import RoleError
 from kernel_bakeoff.tasks.agents.settings import AgentSettings, take_key
 from kernel_bakeoff.tasks.agents.tools import INPUT_CHARS, input_size
 from kernel_bakeoff.tasks.agents.transcript import BudgetSpent, Transcript
 from kernel_bakeoff.tasks.agents.workspace import READ_ONLY_TOP
-from pydantic import BaseModel, ValidationError
 
 FORWARD = Path(__file__).resolve().parents[2] / "scripts" / "unix_forward.py"
 

@@ -11,10 +11,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from kernel_bakeoff.tasks.agents.drivers import RoleError, Tools, driver_for
 from kernel_bakeoff.tasks.agents.settings import AgentSettings
 from kernel_bakeoff.tasks.agents.transcript import BudgetSpent, Ledger, Transcript
-from pydantic import BaseModel
 
 SYSTEM = (
     "You are a role agent of kernel-bakeoff, a system that makes GPU kernels faster and only "

@@ -12,9 +12,10 @@ could print rows of its own): advice and context, never a verdict of the record.
 
 from __future__ import annotations
 
+from pydantic import BaseModel
+
 from kernel_bakeoff.tasks.agents.profile_parse import KernelStat
 from kernel_bakeoff.tasks.check.roofline import DeviceRates, WorkloadFloor
-from pydantic import BaseModel
 
 TOP = 8
 BUSY_PCT = 60.0  # ncu's own rule: under 60% of peak on both units, the kernel waits (latency)

@@ -15,10 +15,11 @@ from collections.abc import Callable
 from typing import Any
 
 import anthropic
+from pydantic import BaseModel, ValidationError
+
 from kernel_bakeoff.tasks.agents.drivers import RoleError, Tools
 from kernel_bakeoff.tasks.agents.settings import AgentSettings, take_key
 from kernel_bakeoff.tasks.agents.transcript import BudgetSpent, Transcript
-from pydantic import BaseModel, ValidationError
 
 SUBMIT = "submit"
 RETRIED = (anthropic.RateLimitError, anthropic.InternalServerError, anthropic.APIConnectionError)

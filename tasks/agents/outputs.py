@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from kernel_bakeoff.scripts.spec import InputSpec, OpKind, Workload
 from pydantic import BaseModel, Field
+
+from kernel_bakeoff.scripts.spec import InputSpec, OpKind, Workload
 
 
 class Claim(BaseModel):

@@ -16,10 +16,11 @@ import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pydantic import BaseModel
+
 from kernel_bakeoff.scripts.errors import BadInput
 from kernel_bakeoff.tasks.agents.inputs import RoleInputs
 from kernel_bakeoff.tasks.agents.settings import model_configured
-from pydantic import BaseModel
 
 Responder = Callable  # RoleRequest -> the output model (or a dict of it), sync or async
 

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from kernel_bakeoff.tasks.agents.inputs import RoleInputs
 from kernel_bakeoff.tasks.check.deadline import Deadline
-from pydantic import BaseModel
 
 
 @dataclass

@@ -24,15 +24,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from prefect import task
+from prefect.cache_policies import NONE
+from prefect.tasks import exponential_backoff
+from pydantic import BaseModel
+
 from kernel_bakeoff.tasks.agents.prompts import render_prompt
 from kernel_bakeoff.tasks.agents.registry import ROLES, Responder, responder_for
 from kernel_bakeoff.tasks.agents.request import RoleInputs, RoleRequest
 from kernel_bakeoff.tasks.check.deadline import Deadline
 from kernel_bakeoff.tasks.run.store import write_json
-from prefect import task
-from prefect.cache_policies import NONE
-from prefect.tasks import exponential_backoff
-from pydantic import BaseModel
 
 
 class RoleFailed(Exception):

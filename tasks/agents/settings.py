@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 from typing import Literal
 
+from pydantic import BaseModel, Field
+
 from kernel_bakeoff.tasks.run.key import (  # noqa: F401 (the key's one holder, named here too)
     KEY_VARIABLE,
     NO_MODEL,
@@ -19,7 +21,6 @@ from kernel_bakeoff.tasks.run.key import (  # noqa: F401 (the key's one holder, 
     model_configured,
     take_key,
 )
-from pydantic import BaseModel, Field
 
 # US dollars per million tokens (input, output), from the public model pages read 2026-12-01
 # (platform.claude.com, "Models & pricing"). A model not listed is recorded as unpriced.

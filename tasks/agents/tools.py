@@ -25,6 +25,8 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from kernel_bakeoff.scripts import box, isolation
 from kernel_bakeoff.tasks.agents.nofollow import Moved
 from kernel_bakeoff.tasks.agents.profile import digest
@@ -33,7 +35,6 @@ from kernel_bakeoff.tasks.agents.transcript import BudgetSpent, redact
 from kernel_bakeoff.tasks.agents.workspace import READ_ONLY_TOP, Workspace
 from kernel_bakeoff.tasks.check.deadline import DeadlineExceeded
 from kernel_bakeoff.tasks.models.plan import CandidateRef, CandidateResult
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 PASSED_ON_ENV = ("PATH", "LANG", "LC_ALL", "TRITON_INTERPRET")
 # What of the lane's device environment (tasks/check/gpu_pool.py) a command gets: the device, and

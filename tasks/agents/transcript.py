@@ -14,9 +14,10 @@ import threading
 import time
 from pathlib import Path
 
+from pydantic import BaseModel, Field
+
 from kernel_bakeoff.tasks.agents.settings import AgentSettings, take_key
 from kernel_bakeoff.tasks.run.store import now, read_json, write_json
-from pydantic import BaseModel, Field
 
 
 def redact(text: str) -> str:

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Literal
 
 import git
-from kernel_bakeoff.scripts.errors import BadInput
 from pydantic import BaseModel, Field
+
+from kernel_bakeoff.scripts.errors import BadInput
 
 IDENTITY = {"user.name": "kernel-bakeoff", "user.email": "kernel-bakeoff@localhost"}
 

@@ -17,6 +17,7 @@ import subprocess
 from pathlib import Path
 
 import torch
+
 from kernel_bakeoff.scripts import sandbox
 from kernel_bakeoff.scripts.spec import OpKind, OpSpec
 from kernel_bakeoff.tasks.backends import aiter_csv, gemm_shapes, wrappers

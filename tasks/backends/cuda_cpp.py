@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import torch
+
 from kernel_bakeoff.scripts.spec import OpSpec
 from kernel_bakeoff.tasks.backends import cpp_defines
 from kernel_bakeoff.tasks.backends.base import Backend, BuildContext

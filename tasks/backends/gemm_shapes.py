@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
+
 from kernel_bakeoff.scripts import untrusted
 from kernel_bakeoff.scripts.formats import module_for
 from kernel_bakeoff.scripts.program import shape_of

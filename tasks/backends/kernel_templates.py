@@ -16,6 +16,7 @@ import shutil
 from pathlib import Path
 
 import jinja2
+
 from kernel_bakeoff.tasks.backends import pointwise, wrappers
 from kernel_bakeoff.tasks.backends.base import BuildContext, write_candidate
 from kernel_bakeoff.tasks.backends.match import Match

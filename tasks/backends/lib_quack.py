@@ -4,6 +4,7 @@ cross-entropy forward (`quack.rmsnorm`, `quack.softmax`, `quack.cross_entropy`).
 from __future__ import annotations
 
 import torch
+
 from kernel_bakeoff.tasks.backends.library import Library
 
 IMPL = '''"""QuACK behind op_route's canonical functions (None: left to torch)."""

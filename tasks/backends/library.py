@@ -15,6 +15,7 @@ import importlib.metadata
 import importlib.util
 
 import torch
+
 from kernel_bakeoff.tasks.backends import kernel_templates
 from kernel_bakeoff.tasks.backends.base import Backend, BuildContext
 from kernel_bakeoff.tasks.backends.match import Match

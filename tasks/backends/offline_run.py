@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def main(argv: list[str]) -> int:
     # here: the child in the box loads what it runs, its parent's callers import this module light
     import torch
+
     from kernel_bakeoff.scripts.formats import module_for
     from kernel_bakeoff.scripts.freeze import load_task
 

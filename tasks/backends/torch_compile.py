@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 import torch
+
 from kernel_bakeoff.tasks.backends import inductor_knobs, wrappers
 from kernel_bakeoff.tasks.backends.base import Backend, BuildContext, write_candidate
 from kernel_bakeoff.tasks.backends.source import torch_entry

@@ -19,11 +19,12 @@ import json
 from pathlib import Path
 
 import torch
+from torch.overrides import TorchFunctionMode
+
 from kernel_bakeoff.scripts.formats import module_for
 from kernel_bakeoff.scripts.program import shape_of
 from kernel_bakeoff.scripts.spec import OpSpec
 from kernel_bakeoff.scripts.untrusted import call
-from torch.overrides import TorchFunctionMode
 
 _JSONABLE = (int, float, bool, str, type(None))
 

@@ -8,6 +8,7 @@ import importlib.util
 import os
 
 import torch
+
 from kernel_bakeoff.tasks.backends import kernel_templates
 from kernel_bakeoff.tasks.backends.base import Backend, BuildContext
 from kernel_bakeoff.tasks.backends.match import Match, find

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
+
 from kernel_bakeoff.scripts.spec import OpKind, OpSpec
 from kernel_bakeoff.tasks.backends import offline_run, wrappers
 from kernel_bakeoff.tasks.backends.base import Backend, BuildContext, write_candidate

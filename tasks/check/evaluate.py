@@ -36,6 +36,9 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from prefect import task
+from prefect.cache_policies import NONE
+
 from kernel_bakeoff.scripts import manifest
 from kernel_bakeoff.scripts.check import check, precompile
 from kernel_bakeoff.scripts.freeze import CACHES, baseline_cache_key
@@ -45,8 +48,6 @@ from kernel_bakeoff.tasks.check.deadline import Deadline, DeadlineExceeded
 from kernel_bakeoff.tasks.models.plan import CandidateRef, CandidateResult
 from kernel_bakeoff.tasks.run.settings import current
 from kernel_bakeoff.tasks.run.store import LaneStore, code_version, write_json
-from prefect import task
-from prefect.cache_policies import NONE
 
 
 @task(name="evaluate", cache_policy=NONE, task_run_name="check {ref.name}")

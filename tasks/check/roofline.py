@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import time
 
+from pydantic import BaseModel
+
 from kernel_bakeoff.scripts import arch as arch_mod
 from kernel_bakeoff.scripts import timing
 from kernel_bakeoff.scripts.spec import OpSpec
-from pydantic import BaseModel
 
 DTYPE_BYTES = {
     "float64": 8,

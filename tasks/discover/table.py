@@ -4,9 +4,10 @@ what the trace matched in the reference (or why nothing was)."""
 
 from __future__ import annotations
 
+from pydantic import BaseModel
+
 from kernel_bakeoff.tasks.check.roofline import WorkloadFloor
 from kernel_bakeoff.tasks.models.plan import DiscoverPlan
-from pydantic import BaseModel
 
 
 class DiscoverRow(BaseModel):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from kernel_bakeoff.scripts.verdict import Verdict
 from pydantic import BaseModel, Field
+
+from kernel_bakeoff.scripts.verdict import Verdict
 
 LaneMode = Literal["optimize", "author"]
 

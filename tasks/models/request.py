@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+from pydantic import BaseModel, Field, ValidationError, field_validator
+
 from kernel_bakeoff.scripts.errors import BadInput
 from kernel_bakeoff.scripts.timing import MIN_SAMPLES
 from kernel_bakeoff.tasks.models.plan import DiscoverPlan, LaneMode
 from kernel_bakeoff.tasks.models.run import BakeoffMode, Dispatch, GpuMode, LaneSpec, PoolConfig
-from pydantic import BaseModel, Field, ValidationError, field_validator
 
 # A deadline in seconds: more than nothing, and a number (a deadline of nan or inf is none)
 Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]

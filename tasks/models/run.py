@@ -10,9 +10,10 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Literal
 
+from pydantic import BaseModel, Field
+
 from kernel_bakeoff.scripts.verdict import Status
 from kernel_bakeoff.tasks.models.plan import CandidateResult, DiscoverPlan, LaneMode
-from pydantic import BaseModel, Field
 
 BakeoffMode = Literal["optimize", "author", "bakeoff"]
 GpuMode = Literal["pool", "pin"]

@@ -17,6 +17,7 @@ import statistics
 from pathlib import Path
 
 import jinja2
+
 from kernel_bakeoff.scripts.baseline import FrozenBaseline
 from kernel_bakeoff.scripts.spec import OpSpec
 from kernel_bakeoff.tasks.check.roofline import DeviceRates, WorkloadFloor, device_rates, floors

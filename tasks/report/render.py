@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import jinja2
+
 from kernel_bakeoff.tasks.discover.table import floor_ms
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"

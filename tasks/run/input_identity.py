@@ -12,11 +12,12 @@ import json
 import shutil
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from kernel_bakeoff.scripts import manifest
 from kernel_bakeoff.scripts.errors import BadInput
 from kernel_bakeoff.scripts.frozen_task import FrozenTask
 from kernel_bakeoff.tasks.run.atomic_json import write_json
-from pydantic import BaseModel
 
 RECORD = "op_spec.json"  # in a run directory: where its input's spec came from
 

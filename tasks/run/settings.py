@@ -23,9 +23,10 @@ import os
 import socket
 from pathlib import Path
 
-from kernel_bakeoff.scripts.errors import BadInput
 from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from kernel_bakeoff.scripts.errors import BadInput
 
 PREFIX = "BAKEOFF_"
 

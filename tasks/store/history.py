@@ -14,6 +14,10 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
+from pydantic import BaseModel, Field
+from sqlalchemy import select
+from sqlalchemy.orm import Session, selectinload
+
 from kernel_bakeoff.scripts.baseline import FrozenBaseline
 from kernel_bakeoff.scripts.spec import OpSpec
 from kernel_bakeoff.scripts.verdict import Verdict
@@ -22,9 +26,6 @@ from kernel_bakeoff.tasks.report.html import results_by_row
 from kernel_bakeoff.tasks.run.settings import current
 from kernel_bakeoff.tasks.run.store import code_version
 from kernel_bakeoff.tasks.store.schema import CandidateRowDB, RunRow, TimingRow, engine_for
-from pydantic import BaseModel, Field
-from sqlalchemy import select
-from sqlalchemy.orm import Session, selectinload
 
 FILE_NAME = "history.sqlite"
 ENV_KEPT = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")

@@ -16,9 +16,10 @@ the plain rule: when it slowed too, the device or its software changed, and the 
 
 from __future__ import annotations
 
+from pydantic import BaseModel, Field
+
 from kernel_bakeoff.scripts.verdict import Verdict, WorkloadVerdict, geomean
 from kernel_bakeoff.tasks.store.history import CandidateOut, RunOut, TimingOut
-from pydantic import BaseModel, Field
 
 
 class WorkloadChange(BaseModel):

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pydantic import Field
+
 from kernel_bakeoff.scripts.spec import OpSpec
 from kernel_bakeoff.tasks.agents import without_model
 from kernel_bakeoff.tasks.agents.conversation import answer_request
@@ -18,7 +20,6 @@ from kernel_bakeoff.tasks.agents.registry import Role
 from kernel_bakeoff.tasks.agents.request import RoleInputs
 from kernel_bakeoff.tasks.models.plan import DiscoverPlan, PlanEntry
 from kernel_bakeoff.tasks.models.run import DiscoverOutcome
-from pydantic import Field
 
 
 class AuthorPlanInputs(RoleInputs):

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pydantic import Field
+
 from kernel_bakeoff.tasks.agents import without_model
 from kernel_bakeoff.tasks.agents.registry import Role
 from kernel_bakeoff.tasks.agents.request import RoleInputs
 from kernel_bakeoff.tasks.models.plan import CandidateResult
 from kernel_bakeoff.tasks.models.run import Review
-from pydantic import Field
 
 
 class ReviewInputs(RoleInputs):
