@@ -160,14 +160,14 @@ def report(
         prose, dropped = "", []
     result = result.model_copy(update={"prose": prose, "prose_dropped": dropped})
     markdown = render(
-        "report.md.j2", report=result, **report_html.discover_context(result, discovered)
+        "report.md.j2", report=result, **report_html.discover_context(result, discovered, task=task)
     )
     Path(result.report_path).write_text(markdown)
     write_json(Path(run_dir) / "report.json", result)
-    report_html.write(result, discovered)
+    report_html.write(result, discovered, task)
     url = history_url or history.history_url(Path(run_dir).parent)
     try:
-        history.record_report(result, discovered, url)
+        history.record_report(result, discovered, url, task)
     except Exception as exc:  # the report stands without its history row; say so
         logger.warning(f"not recorded in the history store: {type(exc).__name__}: {exc}")
     if publish_artifacts:

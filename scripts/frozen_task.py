@@ -4,6 +4,7 @@ handed, so that it is neither re-opened nor re-verified along the way."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -21,6 +22,7 @@ class FrozenTask(BaseModel):
     oracle_sha256: str  # re-derived from the files as they were opened, not the recorded one
     spec: OpSpec
     baseline: FrozenBaseline
+    fingerprint: dict  # fingerprint.json: the device and versions the baseline was timed on
 
     @property
     def baseline_src(self) -> Path:
@@ -47,6 +49,7 @@ class FrozenTask(BaseModel):
             oracle_sha256=found,
             spec=spec,
             baseline=FrozenBaseline.read(task_dir),
+            fingerprint=json.loads((task_dir / "fingerprint.json").read_text()),
         )
 
 
@@ -58,5 +61,7 @@ def spec_and_baseline(task: FrozenTask | Path | str) -> tuple[OpSpec, FrozenBase
     return OpSpec.read(task), FrozenBaseline.read(Path(task))
 
 
-def directory(task: FrozenTask | Path | str) -> Path:
-    return task.task_dir if isinstance(task, FrozenTask) else Path(task)
+def fingerprint_of(task: FrozenTask | Path | str) -> dict:
+    if isinstance(task, FrozenTask):
+        return task.fingerprint
+    return json.loads((Path(task) / "fingerprint.json").read_text())

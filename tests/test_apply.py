@@ -11,6 +11,8 @@ import git
 import pytest
 
 from kernel_bakeoff.scripts.check import check
+from kernel_bakeoff.scripts.errors import BadInput
+from kernel_bakeoff.scripts.frozen_task import FrozenTask
 from kernel_bakeoff.tasks.apply.winner import apply_winner
 from kernel_bakeoff.tasks.models.plan import CandidateRef, CandidateResult
 from kernel_bakeoff.tasks.models.run import CandidateRow, LaneResult, Report, Review
@@ -77,7 +79,7 @@ def report_for(repo_root: Path, task: Path, ref: CandidateRef, verdict, run_dir:
         mode="optimize",
         run_dir=str(run_dir),
         task_dir=str(task),
-        oracle_sha256="ab" * 32,
+        oracle_sha256=FrozenTask.open(task).oracle_sha256,
         baseline_ms={w.workload: w.baseline_ms for w in verdict.workloads if not w.checked_only},
         rows=[row],
         winner=row,
@@ -125,6 +127,17 @@ def test_clean_apply_goes_on_a_new_branch_with_its_evidence(tmp_path, frozen_rms
 
     again = apply_winner(report)  # a second apply never moves the first branch
     assert again.branch == done.branch + "-2" and repo.commit(done.branch) == commit
+
+
+def test_a_winner_is_applied_only_against_the_oracle_it_was_judged_on(
+    tmp_path, frozen_rmsnorm, checked
+):
+    repo, report = source_report(tmp_path, frozen_rmsnorm, checked)
+    before = state(repo)
+    other = report.model_copy(update={"oracle_sha256": "ab" * 32})  # frozen again since
+    with pytest.raises(BadInput, match="frozen task is oracle .* not the abababababab"):
+        apply_winner(other)
+    assert state(repo) == before
 
 
 def test_three_way_merge_when_the_original_moved_on(tmp_path, frozen_rmsnorm, checked):

@@ -10,6 +10,7 @@ import pytest
 
 from kernel_bakeoff.scripts.check import check, precompile
 from kernel_bakeoff.scripts.errors import BadInput
+from kernel_bakeoff.scripts.frozen_task import FrozenTask
 from kernel_bakeoff.scripts.verdict import Status
 from kernel_bakeoff.tasks.backends import torch_compile
 from kernel_bakeoff.tasks.backends.base import BuildContext
@@ -122,7 +123,9 @@ def test_the_evaluator_precompiles_into_the_cache_its_check_uses(
     ]
     store = LaneStore(tmp_path / "discover")
     lines: list[str] = []
-    evaluator = Evaluator(frozen_rmsnorm, store, {}, 240, samples=3, log=lines.append)
+    evaluator = Evaluator(
+        FrozenTask.open(frozen_rmsnorm), store, {}, 240, samples=3, log=lines.append
+    )
     deadline = Deadline(600)
     evaluator.precompile(refs, deadline)
     done = sorted(line.split(" in ")[0] for line in lines if line.startswith("precompiled"))
@@ -150,7 +153,9 @@ def test_a_search_lane_precompiles_what_it_will_check_into_the_checks_caches(
     monkeypatch.setenv(JOBS_VAR, "2")  # the torch lane's compiles: asked for by name
     store = LaneStore(tmp_path / "lanes" / "torch")
     lines: list[str] = []
-    evaluator = Evaluator(frozen_rmsnorm, store, {}, 240, samples=3, log=lines.append)
+    evaluator = Evaluator(
+        FrozenTask.open(frozen_rmsnorm), store, {}, 240, samples=3, log=lines.append
+    )
     deadline = Deadline(900)
     graphs: dict[str, set[str]] = {}
     check = evaluator.bind(deadline)
@@ -238,7 +243,7 @@ def test_a_baseline_frozen_into_a_run_is_built_by_its_freeze_alone(prefect_api, 
     assert len(builds.read_text().splitlines()) == 1, "the freeze built into the run's cache"
 
     store = LaneStore(tmp_path / "run" / "discover")
-    evaluator = Evaluator(task, store, {}, 240, samples=3)
+    evaluator = Evaluator(FrozenTask.open(task), store, {}, 240, samples=3)
     deadline = Deadline(600)
     first = baseline_candidate(BuildContext.load(task, store.work_dir))  # Discover's first check
     other = CandidateRef(

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from kernel_bakeoff.scripts.frozen_task import FrozenTask
 from kernel_bakeoff.scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
 from kernel_bakeoff.tasks.store import history
 from kernel_bakeoff.tasks.store.trend import compare
@@ -143,7 +144,7 @@ def test_nightly_detects_a_slowed_winner_and_passes_an_unchanged_one(
     v = kernel_bakeoff.scripts.check.check(frozen_rmsnorm, winner, samples=10)
     assert v.passed, v.reason
     url = f"sqlite:///{tmp_path / 'history.sqlite'}"
-    base = history.baseline_candidate(frozen_rmsnorm)
+    base = history.baseline_candidate(FrozenTask.open(frozen_rmsnorm))
     won = history.CandidateOut(
         name="winner",
         language="torch",

@@ -13,6 +13,7 @@ from kernel_bakeoff.tasks.report.ranking import rank
 from kernel_bakeoff.tasks.report.render import render
 from kernel_bakeoff.tasks.run.lane_status import settle
 from kernel_bakeoff.tasks.run.store import now
+from tests.task_doubles import unverified
 
 from . import test_flow_plan
 from .test_flow_plan import lane, result
@@ -200,7 +201,7 @@ def test_a_run_out_of_its_box_says_so_in_its_report(task_dir, tmp_path, monkeypa
     )  # fmt: skip
     (task_dir / "spec.json").write_text(spec.model_dump_json())
     (task_dir / "fingerprint.json").write_text(json.dumps(report.measurement["fingerprint"]))
-    page, _ = report_html.build(report, None)
+    page, _ = report_html.build(report, None, task=unverified(task_dir))
     assert loud in page
     monkeypatch.setenv("BAKEOFF_ISOLATION", "box")
     assert with_box_warning(["Discover failed"]) == ["Discover failed"]

@@ -8,6 +8,7 @@ from kernel_bakeoff.tasks.report import html as report_html
 from kernel_bakeoff.tasks.report.ranking import rank
 from kernel_bakeoff.tasks.report.render import render
 from tests import test_report_html_figures as figs
+from tests.task_doubles import unverified
 from tests.test_report_html_figures import RATES, report_of, result
 
 one_workload_task = figs.one_workload_task  # the same fixture: one workload, 5.712 ms frozen
@@ -37,7 +38,7 @@ def test_report_md_names_each_candidates_origin_and_its_distance_to_the_floor(
     base = report_of(one_workload_task)
     rows, winner = rank(base.lanes, found, one_workload_task)
     report = base.model_copy(update={"rows": rows, "winner": winner})
-    context = report_html.discover_context(report, found, RATES)
+    context = report_html.discover_context(report, found, RATES, unverified(one_workload_task))
     assert context["floor_of"]["tokens_1k"] == 0.001  # 4.22e6 B / 4.22e12 B/s, in ms
     text = render("report.md.j2", report=report, **context)
     section = text.split("## Discover: what exists for the op")[1].split("## Lanes")[0]
@@ -51,7 +52,7 @@ def test_report_md_names_each_candidates_origin_and_its_distance_to_the_floor(
     lines = [row.strip() for row in beside.splitlines()]
     assert "| liger-swiglu | 5.7 ms |" in lines  # a row a line, not run together
     # the HTML report's Discover table holds the same figures (one computation for both)
-    page, _ = report_html.build(report, found, RATES)
+    page, _ = report_html.build(report, found, RATES, unverified(one_workload_task))
     assert ORIGIN in page and "<td>4.00x</td>" in page
 
 

@@ -111,14 +111,16 @@ def test_author_mode_tunes_the_given_source(frozen_softmax, tmp_path):
 
 
 def test_a_lane_hands_what_it_will_check_to_precompile_first(frozen_softmax, tmp_path):
+    from kernel_bakeoff.scripts.frozen_task import FrozenTask
     from kernel_bakeoff.tasks.check.evaluate import identity
 
+    task = FrozenTask.open(frozen_softmax)
     check = make_check(frozen_softmax, samples=1)
     precompiled = []
 
     def precompile(refs):
         assert not check.calls  # before the first check
-        precompiled.extend((r, identity(frozen_softmax, r, 1, 60)) for r in refs)
+        precompiled.extend((r, identity(task, r, 1, 60)) for r in refs)
 
     run_search(
         frozen_softmax,
@@ -132,6 +134,4 @@ def test_a_lane_hands_what_it_will_check_to_precompile_first(frozen_softmax, tmp
     )
     assert [r.name for r, _ in precompiled] == [c.name for c in check.calls]
     # built again for its check, the same files: the check finds the precompiled cache
-    assert [key for _, key in precompiled] == [
-        identity(frozen_softmax, c, 1, 60) for c in check.calls
-    ]
+    assert [key for _, key in precompiled] == [identity(task, c, 1, 60) for c in check.calls]

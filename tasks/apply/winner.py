@@ -19,9 +19,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kernel_bakeoff.scripts.baseline import FrozenBaseline
 from kernel_bakeoff.scripts.errors import BadInput
-from kernel_bakeoff.scripts.spec import OpSpec
+from kernel_bakeoff.scripts.frozen_task import FrozenTask
 from kernel_bakeoff.tasks.apply.git_branch import (
     BranchResult,
     FileChange,
@@ -55,13 +54,11 @@ def _text_files(root: Path) -> dict[str, str]:
     }
 
 
-def source_changes(report: Report, candidate: Path, prefix: str) -> list[FileChange]:
-    base_dir = Path(report.task_dir) / "baseline_src"
-    base = _text_files(base_dir)
+def source_changes(task: FrozenTask, candidate: Path, prefix: str) -> list[FileChange]:
+    base = _text_files(task.baseline_src)
     new = _text_files(candidate)
     if candidate.is_file():  # a single-file candidate replaces the entry's file
-        spec = OpSpec.read(report.task_dir)
-        new = {spec.entry.split(":")[0]: next(iter(new.values()))}
+        new = {task.spec.entry.split(":")[0]: next(iter(new.values()))}
     return [
         FileChange(path=f"{prefix}{rel}", new=text, base=base.get(rel))
         for rel, text in new.items()
@@ -111,11 +108,11 @@ def config_changes(result: CandidateResult, prefix: str) -> list[FileChange]:
 SPEC_FILE = "op.toml"
 
 
-def evidence(report: Report, result: CandidateResult | None, spec_written: bool = False) -> str:
+def evidence(
+    report: Report, task: FrozenTask, result: CandidateResult | None, spec_written: bool = False
+) -> str:
     w = report.winner
-    task = Path(report.task_dir)
-    fp = json.loads((task / "fingerprint.json").read_text())
-    base = FrozenBaseline.read(task).workloads
+    fp, base = task.fingerprint, task.baseline.workloads
     _, base_spread = baseline_stats(task)
     lines = [
         f"bakeoff: {report.kernel} -> {w.name} ({w.language}, {w.mode}), {w.speedup:.3f}x",
@@ -170,6 +167,8 @@ def apply_winner(
             status="refused", reason="no winner: the original kernel is kept, nothing to apply"
         )
 
+    # verified once: a winner is applied only against the oracle it was judged on
+    task = FrozenTask.open(report.task_dir, report.oracle_sha256)
     result = results_by_row(report, discovered).get((w.source, w.name))
     written = recorded(Path(report.run_dir))  # the input had no spec: the model wrote one
     recorded_path = Path(written.input if written else report.kernel_path)
@@ -192,13 +191,13 @@ def apply_winner(
     if tuned:
         changes = config_changes(result, prefix)
     else:
-        changes = source_changes(report, Path(w.path), prefix)
+        changes = source_changes(task, Path(w.path), prefix)
     if written:
         changes = [c for c in changes if c.path != prefix + SPEC_FILE]
     name = free_branch(
         repo, branch or f"bakeoff/{report.kernel}-{report.oracle_sha256[:12]}", bool(branch)
     )
-    done = commit_on_new_branch(repo, name, changes, evidence(report, result, bool(written)))
+    done = commit_on_new_branch(repo, name, changes, evidence(report, task, result, bool(written)))
     return ApplyResult(
         **done.model_dump(),
         kind="env-config" if tuned else "source-patch",

@@ -42,6 +42,7 @@ from prefect.cache_policies import NONE
 from kernel_bakeoff.scripts import manifest
 from kernel_bakeoff.scripts.check import check, precompile
 from kernel_bakeoff.scripts.freeze import CACHES, baseline_cache_key
+from kernel_bakeoff.scripts.frozen_task import FrozenTask
 from kernel_bakeoff.scripts.verdict import Status
 from kernel_bakeoff.tasks.check import judgement
 from kernel_bakeoff.tasks.check.deadline import Deadline, DeadlineExceeded
@@ -83,15 +84,16 @@ def evaluate(
     return CandidateResult(candidate=ref, verdict=verdict)
 
 
-def identity(task_dir: Path, ref: CandidateRef, samples: int | None, timeout_s: float) -> str:
+def identity(task: FrozenTask, ref: CandidateRef, samples: int | None, timeout_s: float) -> str:
     """What makes two checks the same check: the candidate's files (names and bytes), its
-    environment, the check's settings and the frozen task's manifest. Every file counts, .pyc
-    files too (a candidate can import one that has no source)."""
+    environment, the check's settings and the frozen task (its oracle id, which its verified
+    files give). Every file counts, .pyc files too (a candidate can import one that has no
+    source)."""
     payload = {
         "files": manifest.files_of(Path(ref.path), every=True),
         "settings": {"env": ref.env, "samples": samples, "timeout_s": timeout_s},
         "code": code_version(),
-        "task": manifest.files_of(Path(task_dir) / manifest.MANIFEST),
+        "task": task.oracle_sha256,
     }
     return manifest.cache_key(payload, 24)
 
@@ -121,16 +123,21 @@ def _dir_name(name: str) -> str:
 
 
 class Evaluator:
+    """Checks a lane's candidates against the frozen task it is handed, opened once. The
+    harness itself is handed the task's directory: the judge, in a process of its own, verifies
+    the task again and trusts nothing the orchestration side hands it."""
+
     def __init__(
         self,
-        task_dir: Path,
+        task: FrozenTask,
         store: LaneStore,
         device_env: dict[str, str],
         check_timeout_s: float,
         samples: int | None = None,
         log: Callable[[str], None] | None = None,
     ):
-        self.task_dir = str(task_dir)
+        self.task = task
+        self.task_dir = str(task.task_dir)
         self.store = store
         self.device_env = dict(device_env)
         self.check_timeout_s = check_timeout_s
@@ -139,8 +146,8 @@ class Evaluator:
         self.best: float | None = None
         # Shared by Discover and every lane of the run: beside the frozen task of a run
         # directory (runs/<op>-<hash>/task), else beside the lane's own directory.
-        task = Path(task_dir)
-        self.shared = task.parent if task.name == "task" else store.root
+        where = task.task_dir
+        self.shared = where.parent if where.name == "task" else store.root
 
     def bind(self, deadline: Deadline) -> Callable[[CandidateRef], CandidateResult]:
         return lambda ref: self.check(ref, deadline)
@@ -181,13 +188,13 @@ class Evaluator:
             list(pool.map(one, todo))
 
     def _key(self, ref: CandidateRef) -> str:
-        return identity(Path(self.task_dir), ref, self.samples, self.check_timeout_s)
+        return identity(self.task, ref, self.samples, self.check_timeout_s)
 
     @functools.cached_property
     def _baseline_cache(self) -> Path:
         """The frozen baseline's cache, beside every check of this task, keyed by its sources:
         in a run directory, the one its freeze built into (`scripts.freeze.run_baseline_cache`)."""
-        return self.shared / CACHES / baseline_cache_key(Path(self.task_dir) / "baseline_src")
+        return self.shared / CACHES / baseline_cache_key(self.task.baseline_src)
 
     def _kept(self, key: str) -> Path:
         return self.shared / "checked" / f"{key}.json"

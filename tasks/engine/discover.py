@@ -67,7 +67,7 @@ def run_discover(
     with device_pool.lease(f"discover {op}") as lease:
         say(f"measuring existing implementations on {lease.device}")
         evaluator = ResumingEvaluator(
-            Path(task_dir),
+            task,
             store,
             lease.env,
             req.check_timeout_s,

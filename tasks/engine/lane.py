@@ -70,9 +70,7 @@ def _work(config: LaneConfig, store: LaneStore, lease: Lease, result: LaneResult
     spec, lane = task.spec, config.lane
     sheet = _sheet(config, store, spec, task.baseline)
     store.work_dir.mkdir(parents=True, exist_ok=True)
-    evaluator = Evaluator(
-        Path(config.task_dir), store, lease.env, config.check_timeout_s, config.samples, say
-    )
+    evaluator = Evaluator(task, store, lease.env, config.check_timeout_s, config.samples, say)
     role = role_of(config)
     modelled = by_model(role, config.agents)
     outcome = propose_lane(

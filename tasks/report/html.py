@@ -19,7 +19,7 @@ from pathlib import Path
 import jinja2
 
 from kernel_bakeoff.scripts.baseline import FrozenBaseline
-from kernel_bakeoff.scripts.spec import OpSpec
+from kernel_bakeoff.scripts.frozen_task import FrozenTask
 from kernel_bakeoff.tasks.check.roofline import DeviceRates, WorkloadFloor, device_rates, floors
 from kernel_bakeoff.tasks.check.standing import baseline_stats
 from kernel_bakeoff.tasks.discover import table as discover_table
@@ -271,18 +271,23 @@ def _script_json(data) -> str:
     return json.dumps(data).replace("</", "<\\/")
 
 
+def opened(report: Report) -> FrozenTask:
+    """The frozen task a finished report was ranked on, verified to be that oracle still."""
+    return FrozenTask.open(report.task_dir, report.oracle_sha256)
+
+
 def build(
     report: Report,
     discovered: DiscoverOutcome | None = None,
     rates: DeviceRates | None = None,
+    task: FrozenTask | None = None,
 ) -> tuple[str, dict]:
-    """(the page, the figures in it) for a finished report."""
-    task = Path(report.task_dir)
-    spec = OpSpec.model_validate_json((task / "spec.json").read_text())
-    fingerprint = json.loads((task / "fingerprint.json").read_text())
-    baseline = FrozenBaseline.read(task)
+    """(the page, the figures in it) for a finished report, on its frozen task (opened here
+    when the caller has not)."""
+    task = task or opened(report)
+    spec, fingerprint, baseline = task.spec, task.fingerprint, task.baseline
     _, base_spread = baseline_stats(task)
-    context = discover_context(report, discovered, rates)
+    context = discover_context(report, discovered, rates, task)
     rates, floor_rows = context["rates"], context["floors"]
     results = results_by_row(report, discovered)
     figures = speedup_figures(report, results, base_spread)
@@ -307,15 +312,17 @@ def build(
 
 
 def discover_context(
-    report: Report, discovered: DiscoverOutcome | None, rates: DeviceRates | None = None
+    report: Report,
+    discovered: DiscoverOutcome | None,
+    rates: DeviceRates | None = None,
+    task: FrozenTask | None = None,
 ) -> dict:
     """The op's floors on the task's device, Discover's rows (each candidate's origin and its
     median over the floor) and its match line: computed here once, for report.html and
     report.md alike."""
-    task = Path(report.task_dir)
-    spec = OpSpec.model_validate_json((task / "spec.json").read_text())
-    rates = rates or device_rates(json.loads((task / "fingerprint.json").read_text()))
-    floor_rows = floors(spec, rates, discovered.plan.traced if discovered else None)
+    task = task or opened(report)
+    rates = rates or device_rates(task.fingerprint)
+    floor_rows = floors(task.spec, rates, discovered.plan.traced if discovered else None)
     return {
         "rates": rates,
         "floors": floor_rows,
@@ -325,8 +332,10 @@ def discover_context(
     }
 
 
-def write(report: Report, discovered: DiscoverOutcome | None = None) -> Path:
-    page, _ = build(report, discovered)
+def write(
+    report: Report, discovered: DiscoverOutcome | None = None, task: FrozenTask | None = None
+) -> Path:
+    page, _ = build(report, discovered, task=task)
     path = Path(report.run_dir) / "report.html"
     path.write_text(page)
     return path

@@ -29,11 +29,10 @@ say what happened: `slower` (below 1x), `within-spread` (faster, but not beyond 
 
 from __future__ import annotations
 
-import json
 import statistics
 from pathlib import Path
 
-from kernel_bakeoff.scripts.frozen_task import FrozenTask, directory, spec_and_baseline
+from kernel_bakeoff.scripts.frozen_task import FrozenTask, fingerprint_of, spec_and_baseline
 from kernel_bakeoff.tasks.check import judgement
 from kernel_bakeoff.tasks.check.standing import baseline_stats, noisy_baseline
 from kernel_bakeoff.tasks.models.plan import CandidateResult
@@ -52,7 +51,7 @@ def measurement(task: FrozenTask | Path) -> dict:
     """What a reader needs to believe the figures: the device's fingerprint, the clock, whether
     the baseline ran under an interpreter, and its spread per workload."""
     try:
-        finger = json.loads((directory(task) / "fingerprint.json").read_text())
+        finger = fingerprint_of(task)
         _, base = spec_and_baseline(task)
     except (OSError, ValueError):
         return {}

@@ -8,7 +8,6 @@ so a reader sees a run with all its candidates or not at all.
 
 from __future__ import annotations
 
-import json
 import os
 import uuid
 from datetime import UTC, datetime
@@ -18,8 +17,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
-from kernel_bakeoff.scripts.baseline import FrozenBaseline
-from kernel_bakeoff.scripts.spec import OpSpec
+from kernel_bakeoff.scripts.frozen_task import FrozenTask
 from kernel_bakeoff.scripts.verdict import Verdict
 from kernel_bakeoff.tasks.models.run import DiscoverOutcome, Report, Standing
 from kernel_bakeoff.tasks.report.html import results_by_row
@@ -121,10 +119,9 @@ def timings_of(verdict: Verdict) -> list[TimingOut]:
     ]
 
 
-def baseline_candidate(task_dir: Path) -> CandidateOut:
+def baseline_candidate(task: FrozenTask) -> CandidateOut:
     """The frozen baseline's measurement (baseline.json) as a candidate row."""
-    data = FrozenBaseline.read(Path(task_dir))
-    spec = OpSpec.read(task_dir)
+    spec, data = task.spec, task.baseline
     timings = [
         TimingOut(
             workload=name,
@@ -146,7 +143,7 @@ def baseline_candidate(task_dir: Path) -> CandidateOut:
         status="frozen-baseline",
         verdict="PASSED",
         speedup=1.0,
-        path=str(Path(task_dir) / "baseline_src"),
+        path=str(task.baseline_src),
         timings=timings,
     )
 
@@ -175,10 +172,13 @@ def _lanes(report: Report) -> list[dict]:
     ]
 
 
-def run_from_report(report: Report, discovered: DiscoverOutcome | None = None) -> RunOut:
-
-    task = Path(report.task_dir)
-    fingerprint = json.loads((task / "fingerprint.json").read_text())
+def run_from_report(
+    report: Report, discovered: DiscoverOutcome | None = None, task: FrozenTask | None = None
+) -> RunOut:
+    """The history's record of a finished report, on its frozen task (opened here, verified to
+    be the report's oracle, when the caller has not)."""
+    task = task or FrozenTask.open(report.task_dir, report.oracle_sha256)
+    fingerprint = task.fingerprint
     results = results_by_row(report, discovered)
     candidates = [baseline_candidate(task)]
     for row in report.rows:
@@ -236,8 +236,10 @@ def record(run: RunOut, url: str) -> str:
     return run.id
 
 
-def record_report(report: Report, discovered: DiscoverOutcome | None, url: str) -> str:
-    return record(run_from_report(report, discovered), url)
+def record_report(
+    report: Report, discovered: DiscoverOutcome | None, url: str, task: FrozenTask | None = None
+) -> str:
+    return record(run_from_report(report, discovered, task), url)
 
 
 def _out(row: RunRow) -> RunOut:
