@@ -49,11 +49,11 @@ from kernel_bakeoff.tasks.engine.model_room import by_model, identity, model_roo
 from kernel_bakeoff.tasks.models.progress import RunProgress
 from kernel_bakeoff.tasks.models.request import BakeoffRequest, parse_request, resolve_lanes
 from kernel_bakeoff.tasks.models.run import LaneConfig, LaneResult, Report
+from kernel_bakeoff.tasks.run.directory import RunStore, lane_cache_key, now
 from kernel_bakeoff.tasks.run.input_identity import Frozen, record_in
 from kernel_bakeoff.tasks.run.key import model_configured, take_key
 from kernel_bakeoff.tasks.run.lock import run_lock
 from kernel_bakeoff.tasks.run.settings import enter
-from kernel_bakeoff.tasks.run.store import RunStore, lane_cache_key, now
 
 MAX_LANES_AT_ONCE = 64  # lanes beyond the devices wait for a lease anyway
 
@@ -128,7 +128,7 @@ def reuse(config: LaneConfig) -> LaneResult | None:
     return earlier.model_copy(update={"reused": True})
 
 
-def run_lane(
+def dispatch_lane(
     config: LaneConfig, dispatch: str, deployment: str, starts: LaneStarts | None
 ) -> LaneResult:
     """Run a lane here (a subflow) or as a deployment run; never raises."""
@@ -199,7 +199,7 @@ def _run_lanes(req: BakeoffRequest, configs: list[LaneConfig], reused: dict) -> 
 
     def one(config: LaneConfig) -> None:
         with slots:
-            ran[config.lane.key] = run_lane(config, req.dispatch, req.lane_deployment, starts)
+            ran[config.lane.key] = dispatch_lane(config, req.dispatch, req.lane_deployment, starts)
 
     threads = [
         threading.Thread(

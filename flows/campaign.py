@@ -37,13 +37,13 @@ from kernel_bakeoff.tasks.campaign import (
     note_for,
     round_best,
 )
+from kernel_bakeoff.tasks.history.records import history_url
 from kernel_bakeoff.tasks.models.request import BakeoffRequest
 from kernel_bakeoff.tasks.models.run import Report
+from kernel_bakeoff.tasks.run.directory import RunStore, default_run_dir
 from kernel_bakeoff.tasks.run.key import take_key
 from kernel_bakeoff.tasks.run.lock import run_lock
 from kernel_bakeoff.tasks.run.settings import enter
-from kernel_bakeoff.tasks.run.store import RunStore, default_run_dir
-from kernel_bakeoff.tasks.store.history import history_url
 
 
 def _run_name() -> str:

@@ -243,13 +243,13 @@ def cmd_run(args) -> int:
 
 
 def cmd_history(args) -> int:
-    from kernel_bakeoff.tasks.store.cli import show  # lazily, as every command here
+    from kernel_bakeoff.tasks.history.command import show  # lazily, as every command here
 
     return show(args.kernel, args.runs_root, args.db, args.json)
 
 
 def cmd_apply(args) -> int:
-    from kernel_bakeoff.tasks.apply.cli import (
+    from kernel_bakeoff.tasks.apply.command import (
         apply_run,  # lazily, as every command here (it loads git)
     )
 

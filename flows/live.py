@@ -38,11 +38,11 @@ from kernel_bakeoff.tasks.check.quiet_baseline import host_bound, retime_while_n
 from kernel_bakeoff.tasks.models.progress import LaneProgress
 from kernel_bakeoff.tasks.models.request import BakeoffRequest
 from kernel_bakeoff.tasks.models.run import Report
+from kernel_bakeoff.tasks.run.directory import LaneStore, RunStore, write_json
 from kernel_bakeoff.tasks.run.input_identity import Frozen, SpecSource, needs_spec, no_spec_here
 from kernel_bakeoff.tasks.run.key import model_configured
 from kernel_bakeoff.tasks.run.lock import run_lock
 from kernel_bakeoff.tasks.run.settings import enter
-from kernel_bakeoff.tasks.run.store import LaneStore, RunStore, write_json
 
 POLL_S = 0.25
 TIMELINE = "cli_timeline.json"
@@ -203,7 +203,7 @@ def _print_extras(console, report: Report, req: BakeoffRequest) -> None:
     """The campaign's ledger and the apply's outcome, when asked for (flows/campaign.py,
     tasks/apply/)."""
     # here: the apply's modules load git, which a run without --apply never needs
-    from kernel_bakeoff.tasks.apply.cli import describe
+    from kernel_bakeoff.tasks.apply.command import describe
     from kernel_bakeoff.tasks.apply.hook import RESULT
     from kernel_bakeoff.tasks.apply.winner import ApplyResult
 

@@ -21,9 +21,9 @@ from kernel_bakeoff.scripts.check import default_samples
 from kernel_bakeoff.scripts.errors import BadInput
 from kernel_bakeoff.tasks.check.gpu_pool import resolve
 from kernel_bakeoff.tasks.models.request import BakeoffRequest
+from kernel_bakeoff.tasks.run.directory import default_run_dir
 from kernel_bakeoff.tasks.run.input_identity import Frozen
 from kernel_bakeoff.tasks.run.lock import held_here
-from kernel_bakeoff.tasks.run.store import default_run_dir
 
 
 class Opened(BaseModel):

@@ -3,9 +3,9 @@ with the history, fail the flow run on any regression (so Prefect's automations 
 
 A suite (deployments/suites/nightly.toml) lists kernel paths with optional per-kernel mode,
 budget, backends and `full_bakeoff`. For every kernel the flow takes, from the history store
-(tasks/store/), the last run with an accepted result; re-times that run's frozen baseline and
+(tasks/history/), the last run with an accepted result; re-times that run's frozen baseline and
 its accepted winner on a leased device, against the same frozen task; and compares tonight's
-times with the accepted ones by the noise-aware rule of tasks/store/trend.py. The re-timing is
+times with the accepted ones by the noise-aware rule of tasks/history/trend.py. The re-timing is
 recorded in the history (kind "retime"; accepted again only when it did not regress). With
 `full_bakeoff` (for the suite or a kernel) a fresh bake-off runs too, in runs_root/<date>/.
 One kernel failing never stops the others. The summary (markdown, with each kernel's trend)
@@ -35,14 +35,14 @@ from kernel_bakeoff.scripts.check import check
 from kernel_bakeoff.scripts.errors import BadInput
 from kernel_bakeoff.scripts.verdict import Verdict
 from kernel_bakeoff.tasks.check.gpu_pool import DevicePool
+from kernel_bakeoff.tasks.history import records
+from kernel_bakeoff.tasks.history.trend import compare, trend
 from kernel_bakeoff.tasks.models.request import BakeoffRequest
 from kernel_bakeoff.tasks.models.run import PoolConfig
 from kernel_bakeoff.tasks.report.render import render
+from kernel_bakeoff.tasks.run.directory import write_json
 from kernel_bakeoff.tasks.run.key import take_key
 from kernel_bakeoff.tasks.run.settings import enter
-from kernel_bakeoff.tasks.run.store import write_json
-from kernel_bakeoff.tasks.store import history
-from kernel_bakeoff.tasks.store.trend import compare, trend
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL_KEYS = {"path", "mode", "budget", "backends", "target_language", "full_bakeoff"}
@@ -89,18 +89,18 @@ def _kernel_name(kernel_path: str) -> str:
     return load_spec(Path(kernel_path))[0].name
 
 
-def _record_retime(url: str, last: history.RunOut, base: Verdict, won: Verdict, ok: bool) -> None:
+def _record_retime(url: str, last: records.RunOut, base: Verdict, won: Verdict, ok: bool) -> None:
     run = last.model_copy(deep=True)
     run.id, run.kind, run.recorded_at = str(uuid.uuid4()), "retime", datetime.now(UTC)
     baseline, accepted = run.baseline, run.accepted
-    baseline.timings = history.timings_of(base)
-    accepted.timings = history.timings_of(won)
+    baseline.timings = records.timings_of(base)
+    accepted.timings = records.timings_of(won)
     accepted.accepted = ok
     accepted.status = "winner" if ok else "regressed"
     run.candidates = [baseline, accepted]
     run.winner = accepted.name if ok else None
     run.winner_speedup = won.speedup if ok else None
-    history.record(run, url)
+    records.record(run, url)
 
 
 def _row(kernel: str, status: str) -> dict:
@@ -122,7 +122,7 @@ def _row(kernel: str, status: str) -> dict:
 def check_kernel(name: str, url: str, pool: PoolConfig, samples: int | None) -> dict:
     """Tonight's comparison for one kernel, as a summary row."""
     row = _row(name, "no-history")
-    last = history.last_accepted(url, name)
+    last = records.last_accepted(url, name)
     if last is None:
         row["reason"] = "no accepted result recorded yet: nothing to compare"
         return row
@@ -142,7 +142,7 @@ def check_kernel(name: str, url: str, pool: PoolConfig, samples: int | None) -> 
         changes=[c.model_dump() for c in changes],
         baseline_changes=[c.model_dump() for c in base_changes],
         baseline_slowed=any(c.regressed for c in base_changes),
-        trend=trend(name, history.runs(url, name)).points,
+        trend=trend(name, records.runs(url, name)).points,
         reason="; ".join(f"{c.workload}: {c.reason}" for c in changes if c.regressed),
     )
     return row
@@ -167,7 +167,7 @@ def regression(
     suite_path = Path(suite) if Path(suite).is_absolute() else ROOT / suite
     date = datetime.now(UTC).strftime("%Y-%m-%d")
     night = Path(runs_root) / date
-    url = history_url or history.history_url(Path(runs_root))
+    url = history_url or records.history_url(Path(runs_root))
     pool = PoolConfig(gpu_ids=gpu_ids, gpu_mode=gpu_mode)
     rows = []
     for entry in load_suite(suite_path):

@@ -2,7 +2,7 @@
 
 Writes `report.md` (templates/report.md.j2), `report.json` and `report.html` (the pictures,
 tasks/report/html.py) in the run directory, records the run in the history store
-(tasks/store/history.py), and publishes four Prefect artifacts: the report as markdown, the
+(tasks/history/records.py), and publishes four Prefect artifacts: the report as markdown, the
 candidate table, a link to the HTML report and a link to the run directory.
 """
 
@@ -24,16 +24,16 @@ from kernel_bakeoff.scripts.frozen_task import FrozenTask, spec_and_baseline
 from kernel_bakeoff.scripts.isolation import warning
 from kernel_bakeoff.tasks.check.standing import baseline_stats
 from kernel_bakeoff.tasks.engine.model_room import by_model, model_room
+from kernel_bakeoff.tasks.history import records
 from kernel_bakeoff.tasks.models.run import DiscoverOutcome, LaneResult, Report, Standing
 from kernel_bakeoff.tasks.report import html as report_html
 from kernel_bakeoff.tasks.report.baseline_agreement import disagreement
 from kernel_bakeoff.tasks.report.ranking import measurement, rank
 from kernel_bakeoff.tasks.report.render import render
+from kernel_bakeoff.tasks.run.directory import write_json
 from kernel_bakeoff.tasks.run.input_identity import Frozen
 from kernel_bakeoff.tasks.run.key import take_key
 from kernel_bakeoff.tasks.run.settings import enter
-from kernel_bakeoff.tasks.run.store import write_json
-from kernel_bakeoff.tasks.store import history
 
 
 def artifact_key(kernel: str, what: str, scope: str = "") -> str:
@@ -165,9 +165,9 @@ def report(
     Path(result.report_path).write_text(markdown)
     write_json(Path(run_dir) / "report.json", result)
     report_html.write(result, discovered, task)
-    url = history_url or history.history_url(Path(run_dir).parent)
+    url = history_url or records.history_url(Path(run_dir).parent)
     try:
-        history.record_report(result, discovered, url, task)
+        records.record_report(result, discovered, url, task)
     except Exception as exc:  # the report stands without its history row; say so
         logger.warning(f"not recorded in the history store: {type(exc).__name__}: {exc}")
     if publish_artifacts:

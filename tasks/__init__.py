@@ -16,8 +16,8 @@ engine/    the lane engine: every lane and Discover (lease, frozen task, checker
            judgement, store), the search's loop, the one door to the model's room
 agents/    the model's room (a leaf: reached by name): role agents and their drivers
 report/    ranking on the frozen baseline, report.md and report.html
-run/       the run directory: store, lock, input identity; the API key's holder; settings
-store/     the history database across runs
+run/       the run directory (directory.py), lock, input identity; the API key's holder; settings
+history/   the history database across runs
 apply/     the winner onto a git branch of the original repository
 campaign.py  rounds of lanes, each seeded from the best variant so far
 """

@@ -29,8 +29,8 @@ from pydantic import BaseModel, Field
 
 from kernel_bakeoff.tasks.models.run import Report, Standing
 from kernel_bakeoff.tasks.report.html import results_by_row
+from kernel_bakeoff.tasks.run.directory import write_json
 from kernel_bakeoff.tasks.run.settings import current
-from kernel_bakeoff.tasks.run.store import write_json
 
 ELIGIBLE = {Standing.WINNER, Standing.ELIGIBLE, Standing.WITHIN_SPREAD, Standing.PASSED}
 

@@ -36,7 +36,7 @@ FLOOR = (
     "tasks.check",
     "tasks.discover",
     "tasks.report",
-    "tasks.store",
+    "tasks.history",
     "tasks.apply",
     "tasks.campaign",
     "tasks.engine",

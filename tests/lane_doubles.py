@@ -1,4 +1,4 @@
-"""A model-driven lane run directly (`tasks.agents.loop.run_lane`, no Prefect), against a
+"""A model-driven lane run directly (`tasks.agents.loop.model_lane`, no Prefect), against a
 scripted Messages-API server, with an evaluator whose verdicts the test chooses: nothing a test
 asserts depends on how fast this machine runs a kernel.
 
@@ -17,7 +17,7 @@ from kernel_bakeoff.tasks.agents import RoleRequest
 from kernel_bakeoff.tasks.check.deadline import Deadline
 from kernel_bakeoff.tasks.models.plan import CandidateResult
 from kernel_bakeoff.tasks.models.run import SearchOutcome
-from kernel_bakeoff.tasks.run.store import write_json
+from kernel_bakeoff.tasks.run.directory import write_json
 from tests.scripted_api import tool
 
 LANE_ENV = {

@@ -23,7 +23,7 @@ from kernel_bakeoff.tasks.agents.outputs import RoundAnswer
 from kernel_bakeoff.tasks.agents.tools import LaneTools
 from kernel_bakeoff.tasks.agents.transcript import Ledger, events
 from kernel_bakeoff.tasks.models.plan import CandidateResult
-from kernel_bakeoff.tasks.run.store import LaneStore
+from kernel_bakeoff.tasks.run.directory import LaneStore
 from tests.agent_env import held_key, settings_for
 from tests.agent_kernels import rows_kernel
 from tests.conftest import ROOT

@@ -177,7 +177,7 @@ def test_the_bakeoff_flow_called_directly_writes_the_spec_and_applies_to_the_ori
     import git
 
     from kernel_bakeoff.flows.bakeoff import bakeoff
-    from kernel_bakeoff.tasks.apply.cli import apply_run
+    from kernel_bakeoff.tasks.apply.command import apply_run
     from kernel_bakeoff.tasks.models.request import BakeoffRequest
     from kernel_bakeoff.tasks.run.input_identity import recorded
     from tests.agent_env import AGENT_ENV

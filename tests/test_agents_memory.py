@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from kernel_bakeoff.tasks.agents.loop import run_lane
+from kernel_bakeoff.tasks.agents.loop import model_lane
 from tests.agent_env import held_key
 from tests.agent_kernels import WRONG, frozen_tiny_softmax, rows_kernel
 from tests.lane_doubles import LANE_ENV, FakeEvaluator, lane_request, prompt_of
@@ -101,7 +101,7 @@ def lane(tmp_path_factory, prefect_api):  # the lane's artifact goes to the test
     try:
         with ScriptedAPI(script(seen)) as api, held_key():
             mp.setenv("BAKEOFF_AGENT_BASE_URL", api.base_url)
-            outcome = run_lane(lane_request(task, lane_dir, evaluator, budget=2))
+            outcome = model_lane(lane_request(task, lane_dir, evaluator, budget=2))
             left = api.remaining()
     finally:
         mp.undo()

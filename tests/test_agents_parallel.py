@@ -11,7 +11,7 @@ import json
 import pytest
 
 from kernel_bakeoff.tasks.agents.explore import default_width, shares
-from kernel_bakeoff.tasks.agents.loop import run_lane
+from kernel_bakeoff.tasks.agents.loop import model_lane
 from kernel_bakeoff.tasks.agents.transcript import events
 from tests.agent_env import held_key
 from tests.agent_kernels import frozen_tiny_softmax, rows_kernel
@@ -40,7 +40,7 @@ def run(api, task, lane_dir, evaluator, monkeypatch, budget, **settings):
         monkeypatch.setenv(f"BAKEOFF_AGENT_{k.upper()}", str(v))
     monkeypatch.setenv("BAKEOFF_AGENT_BASE_URL", api.base_url)
     with held_key():
-        return run_lane(lane_request(task, lane_dir, evaluator, budget=budget))
+        return model_lane(lane_request(task, lane_dir, evaluator, budget=budget))
 
 
 def test_width_and_shares_follow_the_budget():

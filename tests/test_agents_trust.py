@@ -16,7 +16,7 @@ from kernel_bakeoff.tasks.agents.loop import same_figure
 from kernel_bakeoff.tasks.agents.tools import INPUT_CHARS, LaneTools
 from kernel_bakeoff.tasks.check.language_rule import NO_TRITON, ruled
 from kernel_bakeoff.tasks.models.plan import CandidateRef, CandidateResult
-from kernel_bakeoff.tasks.run.store import write_json
+from kernel_bakeoff.tasks.run.directory import write_json
 from tests.agent_kernels import frozen_tiny_softmax, rows_kernel
 from tests.misbehaving_model import FORGE
 from tests.test_agents_api import workspace

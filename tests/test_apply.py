@@ -16,7 +16,7 @@ from kernel_bakeoff.scripts.frozen_task import FrozenTask
 from kernel_bakeoff.tasks.apply.winner import apply_winner
 from kernel_bakeoff.tasks.models.plan import CandidateRef, CandidateResult
 from kernel_bakeoff.tasks.models.run import CandidateRow, LaneResult, Report, Review
-from kernel_bakeoff.tasks.run.store import write_json
+from kernel_bakeoff.tasks.run.directory import write_json
 
 from .conftest import EXAMPLES, cli_in_process
 

@@ -63,7 +63,7 @@ def test_nightly_full_bakeoff_runs_every_kernel_and_summarises(prefect_api, tmp_
         )[0]
     assert artifact.data == summary
     # the fresh bake-off went into the history, where the next night will look
-    from kernel_bakeoff.tasks.store import history
+    from kernel_bakeoff.tasks.history import records
 
-    recorded = history.runs(history.history_url(tmp_path / "nightly"), "rmsnorm")
+    recorded = records.runs(records.history_url(tmp_path / "nightly"), "rmsnorm")
     assert len(recorded) == 1 and recorded[0].kind == "bakeoff"

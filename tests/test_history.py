@@ -10,7 +10,7 @@ from datetime import UTC
 
 import pytest
 
-from kernel_bakeoff.tasks.store import history
+from kernel_bakeoff.tasks.history import records
 
 from .conftest import ROOT, cli_in_process
 from .test_service import postgres  # noqa: F401  (the module's PostgreSQL server)
@@ -20,7 +20,7 @@ WRITERS, RUNS_EACH = 6, 4
 WRITER = """
 import sys, time, uuid
 from datetime import datetime, timezone
-from kernel_bakeoff.tasks.store.history import CandidateOut, RunOut, TimingOut, record
+from kernel_bakeoff.tasks.history.records import CandidateOut, RunOut, TimingOut, record
 url, who, runs, start = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
 while time.time() < start:
     time.sleep(0.005)
@@ -58,7 +58,7 @@ def write_concurrently(url: str):
     ]
     outs = [p.communicate(timeout=180) for p in procs]
     assert all(p.returncode == 0 for p in procs), [o[1][-1500:] for o in outs]
-    found = history.runs(url, "concurrent")
+    found = records.runs(url, "concurrent")
     assert len(found) == WRITERS * RUNS_EACH
     assert len({r.run_dir for r in found}) == WRITERS * RUNS_EACH
     for r in found:  # each run whole: its own candidates, each with both timings
@@ -70,7 +70,7 @@ def write_concurrently(url: str):
 
 def test_concurrent_writers_on_sqlite(tmp_path, monkeypatch, capfd):
     monkeypatch.delenv("BAKEOFF_HISTORY_URL", raising=False)
-    url = history.history_url(tmp_path / "runs")
+    url = records.history_url(tmp_path / "runs")
     assert url.endswith("runs/history.sqlite")
     write_concurrently(url)
 
@@ -101,17 +101,17 @@ def test_a_store_made_before_a_column_was_added_gets_it(tmp_path, monkeypatch):
     import sqlite3
     from datetime import datetime
 
-    from kernel_bakeoff.tasks.store import schema
+    from kernel_bakeoff.tasks.history import schema
 
-    def run(rid: str, spread: float | None) -> history.RunOut:
-        timing = history.TimingOut(
+    def run(rid: str, spread: float | None) -> records.RunOut:
+        timing = records.TimingOut(
             workload="w", status="PASSED", median_ms=1.0, baseline_ms=2.0, baseline_spread_ms=spread
         )
-        cand = history.CandidateOut(
+        cand = records.CandidateOut(
             name="c", language="torch", mode="optimize", source="torch", status="winner",
             verdict="PASSED", accepted=True, timings=[timing],
         )  # fmt: skip
-        return history.RunOut(
+        return records.RunOut(
             id=rid, kernel="old", kind="bakeoff", mode="optimize", kernel_path="k", run_dir=rid,
             task_dir="t", oracle_sha256="o", recorded_at=datetime.now(UTC), host="h",
             device="cpu", arch="cpu", code_version="v", winner="c", candidates=[cand],
@@ -119,10 +119,10 @@ def test_a_store_made_before_a_column_was_added_gets_it(tmp_path, monkeypatch):
 
     path = tmp_path / "history.sqlite"
     url = f"sqlite:///{path}"
-    history.record(run("before", None), url)
+    records.record(run("before", None), url)
     schema._engines.pop(schema.normalise_url(url)).dispose()
     with sqlite3.connect(path) as db:  # the store as it was made before the column
         db.execute("ALTER TABLE bakeoff_timings DROP COLUMN baseline_spread_ms")
-    history.record(run("after", 0.1), url)
-    spreads = {r.id: r.accepted.timings[0].baseline_spread_ms for r in history.runs(url, "old")}
+    records.record(run("after", 0.1), url)
+    spreads = {r.id: r.accepted.timings[0].baseline_spread_ms for r in records.runs(url, "old")}
     assert spreads == {"before": None, "after": 0.1}

@@ -57,7 +57,7 @@ def test_the_graph_sees_a_circle_and_a_lazy_import():
     # The checker itself: a circle closed by an import inside a function is found.
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert circles(graph) == [["a", "b", "c"]]
-    # tasks/agents/roles/lane.py imports the lane loop inside `run_lane`
+    # tasks/agents/roles/lane.py imports the lane loop inside `model_lane`
     assert "tasks.agents.loop" in edges()["tasks.agents.roles.lane"]
     assert two_way_rooms({"tasks.a.x": {"tasks.b.y"}, "tasks.b.z": {"tasks.a.w"}}) == [
         ("tasks.a", "tasks.b")

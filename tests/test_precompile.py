@@ -17,7 +17,7 @@ from kernel_bakeoff.tasks.backends.base import BuildContext
 from kernel_bakeoff.tasks.check.deadline import Deadline
 from kernel_bakeoff.tasks.check.evaluate import Evaluator, precompile_jobs
 from kernel_bakeoff.tasks.models.plan import CandidateRef
-from kernel_bakeoff.tasks.run.store import LaneStore
+from kernel_bakeoff.tasks.run.directory import LaneStore
 from tests.conftest import EXAMPLES
 
 JOBS_VAR = "BAKEOFF_PRECOMPILE_JOBS"  # a field of tasks/run/settings.py

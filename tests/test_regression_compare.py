@@ -14,8 +14,8 @@ import pytest
 
 from kernel_bakeoff.scripts.frozen_task import FrozenTask
 from kernel_bakeoff.scripts.verdict import Status, Timing, Verdict, WorkloadVerdict
-from kernel_bakeoff.tasks.store import history
-from kernel_bakeoff.tasks.store.trend import compare
+from kernel_bakeoff.tasks.history import records
+from kernel_bakeoff.tasks.history.trend import compare
 
 from .conftest import EXAMPLES
 
@@ -63,7 +63,7 @@ def verdict(median, spread, status=Status.PASSED, beside=None):
 
 
 def accepted(median, spread, beside=None):
-    return history.CandidateOut(
+    return records.CandidateOut(
         name="c",
         language="torch",
         mode="optimize",
@@ -72,7 +72,7 @@ def accepted(median, spread, beside=None):
         verdict="PASSED",
         accepted=True,
         timings=[
-            history.TimingOut(
+            records.TimingOut(
                 workload="w",
                 status="PASSED",
                 median_ms=median,
@@ -144,8 +144,8 @@ def test_nightly_detects_a_slowed_winner_and_passes_an_unchanged_one(
     v = kernel_bakeoff.scripts.check.check(frozen_rmsnorm, winner, samples=10)
     assert v.passed, v.reason
     url = f"sqlite:///{tmp_path / 'history.sqlite'}"
-    base = history.baseline_candidate(FrozenTask.open(frozen_rmsnorm))
-    won = history.CandidateOut(
+    base = records.baseline_candidate(FrozenTask.open(frozen_rmsnorm))
+    won = records.CandidateOut(
         name="winner",
         language="torch",
         mode="optimize",
@@ -155,9 +155,9 @@ def test_nightly_detects_a_slowed_winner_and_passes_an_unchanged_one(
         accepted=True,
         speedup=v.speedup,
         path=str(winner),
-        timings=history.timings_of(v),
+        timings=records.timings_of(v),
     )
-    last = history.RunOut(
+    last = records.RunOut(
         id="accepted-run",
         kernel="rmsnorm",
         kind="bakeoff",
@@ -175,7 +175,7 @@ def test_nightly_detects_a_slowed_winner_and_passes_an_unchanged_one(
         winner_speedup=v.speedup,
         candidates=[base, won],
     )
-    history.record(last, url)
+    records.record(last, url)
     suite = tmp_path / "suite.toml"
     suite.write_text(f"[[kernels]]\npath = '{EXAMPLES / 'rmsnorm_torch'}'\n")
     common = dict(runs_root=str(tmp_path / "nightly"), history_url=url, samples=10)
@@ -199,11 +199,11 @@ def test_nightly_detects_a_slowed_winner_and_passes_an_unchanged_one(
             sort=ArtifactSort.CREATED_DESC,
         )[0]
     assert artifact.data == summary
-    kinds = [r.kind for r in history.runs(url, "rmsnorm")]
+    kinds = [r.kind for r in records.runs(url, "rmsnorm")]
     assert kinds == ["retime", "retime", "bakeoff"]
     # the regressed re-timing is not accepted: tomorrow compares with the last good result
-    assert history.last_accepted(url, "rmsnorm").accepted.timings[0].median_ms < (
-        history.runs(url, "rmsnorm")[0].candidate("torch").timings[0].median_ms
+    assert records.last_accepted(url, "rmsnorm").accepted.timings[0].median_ms < (
+        records.runs(url, "rmsnorm")[0].candidate("torch").timings[0].median_ms
     )
 
 

@@ -11,8 +11,8 @@ from kernel_bakeoff.scripts.verdict import Status
 from kernel_bakeoff.tasks.models.run import LaneConfig, LaneResult, LaneSpec, Report, Review
 from kernel_bakeoff.tasks.report.ranking import rank
 from kernel_bakeoff.tasks.report.render import render
+from kernel_bakeoff.tasks.run.directory import now
 from kernel_bakeoff.tasks.run.lane_status import settle
-from kernel_bakeoff.tasks.run.store import now
 from tests.task_doubles import unverified
 
 from . import test_flow_plan

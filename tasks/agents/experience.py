@@ -23,7 +23,7 @@ from kernel_bakeoff.tasks.agents.workspace import Workspace
 from kernel_bakeoff.tasks.check import judgement
 from kernel_bakeoff.tasks.check.standing import baseline_stats
 from kernel_bakeoff.tasks.models.plan import CandidateResult
-from kernel_bakeoff.tasks.run.store import read_json
+from kernel_bakeoff.tasks.run.directory import read_json
 
 
 def measured_win(lane, task_dir: Path) -> CandidateResult | None:

@@ -38,7 +38,7 @@ from kernel_bakeoff.tasks.agents.tools import LaneTools
 from kernel_bakeoff.tasks.agents.transcript import Ledger
 from kernel_bakeoff.tasks.agents.workspace import Workspace
 from kernel_bakeoff.tasks.models.run import ClaimNote, SearchOutcome
-from kernel_bakeoff.tasks.run.store import write_json
+from kernel_bakeoff.tasks.run.directory import write_json
 
 
 def lane_dir_of(request) -> Path:
@@ -111,7 +111,7 @@ def judge_claim(ws: Workspace, answer: RoundAnswer) -> dict:
     return record
 
 
-def run_lane(request) -> SearchOutcome:
+def model_lane(request) -> SearchOutcome:
     """Responder of the author and optimizer roles: the model-driven lane loop."""
     i = request.inputs
     settings = AgentSettings.from_env()

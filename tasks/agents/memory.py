@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 from kernel_bakeoff.tasks.agents.digest import Digest, limiter, render
 from kernel_bakeoff.tasks.agents.tools import verdict_text
 from kernel_bakeoff.tasks.models.plan import CandidateResult
-from kernel_bakeoff.tasks.run.store import write_json
+from kernel_bakeoff.tasks.run.directory import write_json
 
 NOTE_CHARS = 400  # one lesson or idea as kept
 NOTES_KEPT = 24  # the most recent lessons and ideas the prompt carries

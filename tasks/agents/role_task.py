@@ -33,7 +33,7 @@ from kernel_bakeoff.tasks.agents.prompts import render_prompt
 from kernel_bakeoff.tasks.agents.registry import ROLES, Responder, responder_for
 from kernel_bakeoff.tasks.agents.request import RoleInputs, RoleRequest
 from kernel_bakeoff.tasks.check.deadline import Deadline
-from kernel_bakeoff.tasks.run.store import write_json
+from kernel_bakeoff.tasks.run.directory import write_json
 
 
 class RoleFailed(Exception):

@@ -17,7 +17,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from kernel_bakeoff.tasks.agents.settings import AgentSettings, take_key
-from kernel_bakeoff.tasks.run.store import now, read_json, write_json
+from kernel_bakeoff.tasks.run.directory import now, read_json, write_json
 
 
 def redact(text: str) -> str:

@@ -43,7 +43,7 @@ from kernel_bakeoff.tasks.agents.nofollow import Moved, copy_below
 from kernel_bakeoff.tasks.agents.sheet import measured_facts
 from kernel_bakeoff.tasks.models.plan import CandidateRef, CandidateResult
 from kernel_bakeoff.tasks.report.render import render
-from kernel_bakeoff.tasks.run.store import read_json, write_json
+from kernel_bakeoff.tasks.run.directory import read_json, write_json
 
 READ_ONLY_TOP = ("oracle", "knowledge", "starts", "TASK.md", "ITERATIONS.md", "bin", ".git")
 IGNORE = ".home/\n.tmp/\n__pycache__/\n*.pyc\n.git\n"

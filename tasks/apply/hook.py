@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from kernel_bakeoff.scripts.errors import BadInput
-from kernel_bakeoff.tasks.apply.cli import describe
+from kernel_bakeoff.tasks.apply.command import describe
 from kernel_bakeoff.tasks.apply.winner import ApplyResult, apply_winner
 from kernel_bakeoff.tasks.models.run import DiscoverOutcome, Report
-from kernel_bakeoff.tasks.run.store import write_json
+from kernel_bakeoff.tasks.run.directory import write_json
 
 RESULT = "apply.json"
 

@@ -47,8 +47,8 @@ from kernel_bakeoff.scripts.verdict import Status
 from kernel_bakeoff.tasks.check import judgement
 from kernel_bakeoff.tasks.check.deadline import Deadline, DeadlineExceeded
 from kernel_bakeoff.tasks.models.plan import CandidateRef, CandidateResult
+from kernel_bakeoff.tasks.run.directory import LaneStore, code_version, write_json
 from kernel_bakeoff.tasks.run.settings import current
-from kernel_bakeoff.tasks.run.store import LaneStore, code_version, write_json
 
 
 @task(name="evaluate", cache_policy=NONE, task_run_name="check {ref.name}")

@@ -9,7 +9,7 @@ from pathlib import Path
 from kernel_bakeoff.scripts import manifest
 from kernel_bakeoff.tasks.check.evaluate import Evaluator
 from kernel_bakeoff.tasks.models.plan import CandidateRef, CandidateResult
-from kernel_bakeoff.tasks.run.store import LaneStore
+from kernel_bakeoff.tasks.run.directory import LaneStore
 
 KEY_FILE = "key.txt"
 

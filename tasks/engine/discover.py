@@ -19,14 +19,14 @@ from kernel_bakeoff.tasks.discover.resume import ResumingEvaluator, finished_che
 from kernel_bakeoff.tasks.engine.proposers import Judging, Work, judge, propose_plan
 from kernel_bakeoff.tasks.models.request import BakeoffRequest
 from kernel_bakeoff.tasks.models.run import DiscoverOutcome, PoolConfig
-from kernel_bakeoff.tasks.run.input_identity import Frozen
-from kernel_bakeoff.tasks.run.store import (
+from kernel_bakeoff.tasks.run.directory import (
     LaneStore,
     code_version,
     read_json,
     task_identity,
     write_json,
 )
+from kernel_bakeoff.tasks.run.input_identity import Frozen
 
 Say = Callable[[str], None]
 

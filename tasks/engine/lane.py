@@ -20,9 +20,9 @@ from kernel_bakeoff.tasks.engine.model_room import by_model, identity, model_roo
 from kernel_bakeoff.tasks.engine.proposers import Judging, ProposerFailed, Work, judge, propose_lane
 from kernel_bakeoff.tasks.models.run import LaneConfig, LaneResult, Lease
 from kernel_bakeoff.tasks.report.render import render
+from kernel_bakeoff.tasks.run.directory import LaneStore, lane_cache_key, now
 from kernel_bakeoff.tasks.run.key import NO_MODEL, model_configured
 from kernel_bakeoff.tasks.run.lane_status import settle
-from kernel_bakeoff.tasks.run.store import LaneStore, lane_cache_key, now
 
 Say = Callable[[str], None]
 

@@ -1,7 +1,7 @@
 """Run and lane progress (`RUN/progress.json`, `RUN/lanes/<key>/progress.json`), typed.
 
 The flows write them as they go and `bakeoff run`'s display (flows/live.py) and a resumed run
-read them, each through these models (tasks/run/store.py reads and writes the files). Every
+read them, each through these models (tasks/run/directory.py reads and writes the files). Every
 field is optional: a file is written field by field as a phase or a lane moves on, and one left
 by an older run may lack any of them. Unknown fields are refused, so a writer cannot add one
 that no reader knows of.

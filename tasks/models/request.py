@@ -52,7 +52,7 @@ class BakeoffRequest(BaseModel):
     rounds: int = Field(1, ge=1)  # a campaign of this many rounds (flows/campaign.py)
     # A campaign round's start (flows/campaign.py): the best variant so far, for every lane
     seed: dict | None = None
-    history_url: str | None = None  # the history store (tasks/store/history.py); None: default
+    history_url: str | None = None  # the history store (tasks/history/records.py); None: default
 
     @field_validator("mode", mode="before")
     @classmethod

@@ -49,7 +49,7 @@ def no_spec_here(path: Path) -> BadInput:
 
 def sources_key(kernel_dir: Path) -> str:
     """A short hash of a directory's files: names its staged copy, and the run directory of an
-    input that has no spec yet (tasks/run/store.py), before the model has written one."""
+    input that has no spec yet (tasks/run/directory.py), before the model has written one."""
     import hashlib
 
     files = manifest.build(Path(kernel_dir))

@@ -28,12 +28,12 @@ class LaneInputs(RoleInputs):
     history_dir: str | None = None
 
 
-def run_lane(request) -> SearchOutcome:
+def model_lane(request) -> SearchOutcome:
     from kernel_bakeoff.tasks.agents.loop import (
-        run_lane,  # here: the responder bears its implementation's name
+        model_lane,  # here: the responder bears its implementation's name
     )
 
-    return run_lane(request)
+    return model_lane(request)
 
 
 def _lane_role(name: str, prompt: str) -> Role:
@@ -43,7 +43,7 @@ def _lane_role(name: str, prompt: str) -> Role:
         inputs=LaneInputs,
         output=SearchOutcome,
         responder=without_model.search,
-        model_responder=run_lane,
+        model_responder=model_lane,
         timeout_s=3600,
     )
 

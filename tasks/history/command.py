@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from kernel_bakeoff.scripts.errors import BadInput
-from kernel_bakeoff.tasks.store import history
+from kernel_bakeoff.tasks.history import records
 
 
 def kernel_name(kernel: str) -> str:
@@ -18,7 +18,7 @@ def kernel_name(kernel: str) -> str:
     return kernel
 
 
-def summary(run: history.RunOut) -> dict:
+def summary(run: records.RunOut) -> dict:
     accepted = run.accepted
     return {
         "id": run.id,
@@ -34,7 +34,7 @@ def summary(run: history.RunOut) -> dict:
         "winner_speedup": run.winner_speedup,
         "accepted": accepted.model_dump() if accepted else None,
         "baseline": run.baseline.model_dump() if run.baseline else None,
-        "candidates": len([c for c in run.candidates if c.source != history.FROZEN]),
+        "candidates": len([c for c in run.candidates if c.source != records.FROZEN]),
         "lanes": run.lanes,
         "environment": run.environment,
         "run_dir": run.run_dir,
@@ -57,7 +57,7 @@ def _runs(url: str, name: str) -> list:
     from sqlalchemy.exc import SQLAlchemyError
 
     try:
-        return history.runs(url, name)
+        return records.runs(url, name)
     except (SQLAlchemyError, ImportError, ValueError, OSError) as exc:
         first = (str(exc).strip().splitlines() or [""])[0][:200]
         why = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
@@ -65,7 +65,7 @@ def _runs(url: str, name: str) -> list:
 
 
 def show(kernel: str, runs_root: str, db: str | None, as_json: bool) -> int:
-    url = db or history.history_url(runs_root)
+    url = db or records.history_url(runs_root)
     name = kernel_name(kernel)
     found = _runs(url, name)
     if as_json:

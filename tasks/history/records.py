@@ -19,11 +19,11 @@ from sqlalchemy.orm import Session, selectinload
 
 from kernel_bakeoff.scripts.frozen_task import FrozenTask
 from kernel_bakeoff.scripts.verdict import Verdict
+from kernel_bakeoff.tasks.history.schema import CandidateRowDB, RunRow, TimingRow, engine_for
 from kernel_bakeoff.tasks.models.run import DiscoverOutcome, Report, Standing
 from kernel_bakeoff.tasks.report.html import results_by_row
+from kernel_bakeoff.tasks.run.directory import code_version
 from kernel_bakeoff.tasks.run.settings import current
-from kernel_bakeoff.tasks.run.store import code_version
-from kernel_bakeoff.tasks.store.schema import CandidateRowDB, RunRow, TimingRow, engine_for
 
 FILE_NAME = "history.sqlite"
 ENV_KEPT = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")

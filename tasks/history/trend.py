@@ -19,7 +19,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from kernel_bakeoff.scripts.verdict import Verdict, WorkloadVerdict, geomean
-from kernel_bakeoff.tasks.store.history import CandidateOut, RunOut, TimingOut
+from kernel_bakeoff.tasks.history.records import CandidateOut, RunOut, TimingOut
 
 
 class WorkloadChange(BaseModel):
