@@ -30,7 +30,6 @@ from .service_env import (
     SERVICE,
     Service,
     alive,
-    as_parameters,
     as_postgres,
     automation,
     automation_message,
@@ -47,6 +46,7 @@ from .service_env import (
     readme_service_commands,
     run_logs,
     run_to_the_end,
+    start_run,
     unprivileged,
     wait_for,
 )
@@ -327,8 +327,7 @@ def test_a_cancelled_run_is_cancelled_promptly_and_the_next_run_resumes_it(servi
     issue saw it stay Cancelling for 8 minutes), and the same bake-off run again says so."""
     runs = tmp_path / "runs"
     params = bakeoff_params(runs, optimizer="never_answers_async")
-    run = service.prefect("deployment", "run", "bakeoff/local", "--params", as_parameters(params))
-    rid = flow_run_id(run.stdout)
+    rid = start_run(service, params)
     wait_for(lambda: lane_state(runs, "torch") == "running", 300, "the lane", service.dispatcher)
     service.prefect("flow-run", "cancel", rid)
     asked = time.monotonic()
@@ -350,8 +349,7 @@ def test_a_worker_stops_on_sigterm_and_its_run_does_not_stay_running(service, tm
     leaves Running."""
     runs = tmp_path / "runs"
     params = bakeoff_params(runs, optimizer="never_answers_async")
-    run = service.prefect("deployment", "run", "bakeoff/local", "--params", as_parameters(params))
-    rid = flow_run_id(run.stdout)
+    rid = start_run(service, params)
     wait_for(lambda: lane_state(runs, "torch") == "running", 300, "the lane", service.dispatcher)
     service.dispatcher.send_signal(signal.SIGTERM)
     started = time.monotonic()
@@ -372,8 +370,7 @@ def test_a_worker_killed_alone_leaves_its_run_to_finish(service, tmp_path):
     go, runs = tmp_path / "go", tmp_path / "runs"
     params = bakeoff_params(runs, optimizer="waits_for_go_file")
     script = service.worker("lonely", "default", env={"BAKEOFF_TEST_GO_FILE": str(go)})
-    run = service.prefect("deployment", "run", "bakeoff/local", "--params", as_parameters(params))
-    rid = flow_run_id(run.stdout)
+    rid = start_run(service, params)
     wait_for(lambda: lane_state(runs, "torch") == "running", 300, "the lane", script)
     [worker] = children(script.pid)  # `prefect worker start`; the run's process is under it
     assert children(worker), "the run's process is not under the worker"
@@ -408,8 +405,7 @@ def test_a_cancel_of_a_run_whose_host_died_ends_it_cancelled(service, tmp_path):
     runs = tmp_path / "runs"
     params = bakeoff_params(runs, optimizer="never_answers_async")
     doomed = service.worker("doomed-cancel", "default")
-    run = service.prefect("deployment", "run", "bakeoff/local", "--params", as_parameters(params))
-    rid = flow_run_id(run.stdout)
+    rid = start_run(service, params)
     wait_for(lambda: lane_state(runs, "torch") == "running", 300, "the lane", doomed)
     kill_tree(doomed.pid)
     doomed.wait(10)
@@ -446,8 +442,7 @@ def test_a_run_whose_host_dies_is_marked_crashed_and_the_next_run_resumes(servic
     params = bakeoff_params(runs, "bakeoff", reviewer="reviewer_down_in_triton")
     stuck = {"BAKEOFF_TEST_REVIEWER_DOWN": "1"}  # two CPU slots: the torch lane never waits
     doomed = service.worker("doomed", "default", slots=2, env=stuck)
-    run = service.prefect("deployment", "run", "bakeoff/local", "--params", as_parameters(params))
-    rid = flow_run_id(run.stdout)
+    rid = start_run(service, params)
 
     def torch_done_triton_stuck():
         return lane_state(runs, "torch") == "completed" and lane_state(runs, "triton") == (
