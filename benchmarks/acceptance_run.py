@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -80,14 +81,32 @@ class Deadline:
         return self.seconds - self.spent()
 
 
+STOP_GRACE_S = 60.0  # for a stopped `bakeoff run` to stop its checks, as after a Ctrl-C
+
+
 def sh(argv, timeout, **kw) -> tuple[int, str, float]:
+    """`argv`'s exit, output and wall seconds. Past `timeout` it is stopped as a user's Ctrl-C
+    stops it: SIGINT to its process group, then SIGKILL to the group after STOP_GRACE_S. Killing
+    only the command (as `subprocess.run`'s timeout does) left a stopped bake-off's checks running
+    on the device while the next step timed its peers (the 363194c call: gemm_fp32_square's
+    do_bench read 1.9x the harness's figures, against 0.3% at b129fc6)."""
     t0 = time.monotonic()
+    p = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+        start_new_session=True, **kw,
+    )  # fmt: skip
     try:
-        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=ROOT, **kw)
-        out, rc = p.stdout + p.stderr, p.returncode
-    except subprocess.TimeoutExpired as exc:
-        out, rc = f"{exc.stdout or ''}{exc.stderr or ''}\n(timed out after {timeout:.0f} s)", 124
-    return rc, out if isinstance(out, str) else out.decode(errors="replace"), time.monotonic() - t0
+        out, err = p.communicate(timeout=timeout)
+        rc, said = p.returncode, ""
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGINT)
+        try:
+            out, err = p.communicate(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            out, err = p.communicate()
+        rc, said = 124, f"\n(timed out after {timeout:.0f} s)"
+    return rc, f"{out or ''}{err or ''}{said}", time.monotonic() - t0
 
 
 # -- problems ------------------------------------------------------------------------------------

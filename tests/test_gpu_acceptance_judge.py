@@ -1,6 +1,9 @@
 """The GPU acceptance record's aims, judged from rows as the device run writes them (no GPU)."""
 
 import json
+import sys
+import time
+from pathlib import Path
 
 from benchmarks import acceptance_run
 from benchmarks.acceptance_aims import judge as judge_record
@@ -322,3 +325,22 @@ def test_the_entry_keeps_its_flags_and_runs_as_a_script_from_the_root():
         env={"PATH": "/usr/bin:/bin"},  # no PYTHONPATH: the script finds its package itself
     )
     assert done.returncode == 0 and "--skip-corpus" in done.stdout, done.stderr
+
+
+def test_a_command_past_its_time_is_stopped_with_what_it_started(tmp_path):
+    # a command that starts a process of its own and waits: both must be gone once sh returns
+    pid_file = tmp_path / "pid"
+    code = (
+        "import subprocess, sys, time\n"
+        "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
+        f"open({str(pid_file)!r}, 'w').write(str(p.pid))\n"
+        "time.sleep(300)\n"
+    )
+    rc, out, wall = acceptance_run.sh([sys.executable, "-c", code], timeout=3)
+    assert rc == 124 and "timed out after 3 s" in out
+    started = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{started}").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)  # reaped by init once its parent is gone
+    state = Path(f"/proc/{started}/stat")
+    assert not state.exists() or state.read_text().split()[2] == "Z", "the started process runs on"
