@@ -297,6 +297,9 @@ def run_to_the_end(service: Service, params: dict) -> tuple[str, str]:
         wait_for(lambda: client.read_flow_run(rid).state.is_final(), 400, f"run {rid} to end")
         state = client.read_flow_run(rid).state
     assert state.is_completed(), f"{state}: {state.message}"
+    # The run's process sends its logs in batches, and the state lands before the last batch:
+    # the engine's own last line ("Finished in state ...") says every earlier one has arrived.
+    wait_for(lambda: "Finished in state" in run_logs(service, rid), 60, f"run {rid}'s logs")
     return rid, run_logs(service, rid)
 
 
