@@ -168,7 +168,7 @@ def apply_winner(
         )
 
     # verified once: a winner is applied only against the oracle it was judged on
-    task = FrozenTask.open(report.task_dir, report.oracle_sha256)
+    task = report.frozen_task()
     result = results_by_row(report, discovered).get((w.source, w.name))
     written = recorded(Path(report.run_dir))  # the input had no spec: the model wrote one
     recorded_path = Path(written.input if written else report.kernel_path)

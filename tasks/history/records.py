@@ -177,7 +177,7 @@ def run_from_report(
 ) -> RunOut:
     """The history's record of a finished report, on its frozen task (opened here, verified to
     be the report's oracle, when the caller has not)."""
-    task = task or FrozenTask.open(report.task_dir, report.oracle_sha256)
+    task = task or report.frozen_task()
     fingerprint = task.fingerprint
     results = results_by_row(report, discovered)
     candidates = [baseline_candidate(task)]

@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from kernel_bakeoff.scripts.frozen_task import FrozenTask
 from kernel_bakeoff.scripts.verdict import Status
 from kernel_bakeoff.tasks.models.plan import CandidateResult, DiscoverPlan, LaneMode
 
@@ -188,6 +189,11 @@ class Report(BaseModel):
     # figures the ranked table does not hold
     prose: str = ""
     prose_dropped: list[str] = Field(default_factory=list)
+
+    def frozen_task(self) -> FrozenTask:
+        """The frozen task this report was ranked on, opened and verified to be that oracle
+        still (BadInput, in one line, for a task frozen again since)."""
+        return FrozenTask.open(self.task_dir, self.oracle_sha256)
 
     def judged(self) -> list[CandidateRow]:
         """The candidates the harness gave a verdict on: not the baseline, not its own faults."""

@@ -271,11 +271,6 @@ def _script_json(data) -> str:
     return json.dumps(data).replace("</", "<\\/")
 
 
-def opened(report: Report) -> FrozenTask:
-    """The frozen task a finished report was ranked on, verified to be that oracle still."""
-    return FrozenTask.open(report.task_dir, report.oracle_sha256)
-
-
 def build(
     report: Report,
     discovered: DiscoverOutcome | None = None,
@@ -284,7 +279,7 @@ def build(
 ) -> tuple[str, dict]:
     """(the page, the figures in it) for a finished report, on its frozen task (opened here
     when the caller has not)."""
-    task = task or opened(report)
+    task = task or report.frozen_task()
     spec, fingerprint, baseline = task.spec, task.fingerprint, task.baseline
     _, base_spread = baseline_stats(task)
     context = discover_context(report, discovered, rates, task)
@@ -320,7 +315,7 @@ def discover_context(
     """The op's floors on the task's device, Discover's rows (each candidate's origin and its
     median over the floor) and its match line: computed here once, for report.html and
     report.md alike."""
-    task = task or opened(report)
+    task = task or report.frozen_task()
     rates = rates or device_rates(task.fingerprint)
     floor_rows = floors(task.spec, rates, discovered.plan.traced if discovered else None)
     return {
