@@ -84,16 +84,23 @@ class Deadline:
 STOP_GRACE_S = 60.0  # for a stopped `bakeoff run` to stop its checks, as after a Ctrl-C
 
 
-def sh(argv, timeout, **kw) -> tuple[int, str, float]:
+def _sigint_as_at_a_terminal() -> None:
+    # a caller started in the background (nohup, a device's runner) hands its children SIGINT
+    # ignored, and Python then never turns it into KeyboardInterrupt: the stop below would wait
+    # out its whole grace before killing
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def sh(argv, timeout, grace_s: float = STOP_GRACE_S, **kw) -> tuple[int, str, float]:
     """`argv`'s exit, output and wall seconds. Past `timeout` it is stopped as a user's Ctrl-C
-    stops it: SIGINT to its process group, then SIGKILL to the group after STOP_GRACE_S. Killing
+    stops it: SIGINT to its process group, then SIGKILL to the group after `grace_s`. Killing
     only the command (as `subprocess.run`'s timeout does) left a stopped bake-off's checks running
     on the device while the next step timed its peers (the 363194c call: gemm_fp32_square's
     do_bench read 1.9x the harness's figures, against 0.3% at b129fc6)."""
     t0 = time.monotonic()
     p = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-        start_new_session=True, **kw,
+        start_new_session=True, preexec_fn=_sigint_as_at_a_terminal, **kw,
     )  # fmt: skip
     try:
         out, err = p.communicate(timeout=timeout)
@@ -101,7 +108,7 @@ def sh(argv, timeout, **kw) -> tuple[int, str, float]:
     except subprocess.TimeoutExpired:
         os.killpg(p.pid, signal.SIGINT)
         try:
-            out, err = p.communicate(timeout=STOP_GRACE_S)
+            out, err = p.communicate(timeout=grace_s)
         except subprocess.TimeoutExpired:
             os.killpg(p.pid, signal.SIGKILL)
             out, err = p.communicate()

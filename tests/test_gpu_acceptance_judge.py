@@ -5,6 +5,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from benchmarks import acceptance_run
 from benchmarks.acceptance_aims import judge as judge_record
 
@@ -327,20 +329,40 @@ def test_the_entry_keeps_its_flags_and_runs_as_a_script_from_the_root():
     assert done.returncode == 0 and "--skip-corpus" in done.stdout, done.stderr
 
 
-def test_a_command_past_its_time_is_stopped_with_what_it_started(tmp_path):
-    # a command that starts a process of its own and waits: both must be gone once sh returns
-    pid_file = tmp_path / "pid"
-    code = (
-        "import subprocess, sys, time\n"
-        "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
-        f"open({str(pid_file)!r}, 'w').write(str(p.pid))\n"
-        "time.sleep(300)\n"
-    )
-    rc, out, wall = acceptance_run.sh([sys.executable, "-c", code], timeout=3)
-    assert rc == 124 and "timed out after 3 s" in out
-    started = int(pid_file.read_text())
+STARTS_AND_WAITS = (
+    "import signal, subprocess, sys, time\n"
+    "{ignore}"
+    "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
+    "open({pid!r}, 'w').write(str(p.pid))\n"
+    "time.sleep(300)\n"
+)
+
+
+def _gone(pid: int) -> bool:
     deadline = time.monotonic() + 10
-    while Path(f"/proc/{started}").exists() and time.monotonic() < deadline:
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
         time.sleep(0.1)  # reaped by init once its parent is gone
-    state = Path(f"/proc/{started}/stat")
-    assert not state.exists() or state.read_text().split()[2] == "Z", "the started process runs on"
+    state = Path(f"/proc/{pid}/stat")
+    return not state.exists() or state.read_text().split()[2] == "Z"
+
+
+@pytest.mark.parametrize(
+    "ignore, grace_s",
+    [
+        ("", 30.0),  # stopped by the Ctrl-C, as `bakeoff run` stops: long before the grace is out
+        ("signal.signal(signal.SIGINT, signal.SIG_IGN)\n", 1.0),  # by the kill after the grace
+    ],
+    ids=["ctrl-c", "ctrl-c-ignored"],
+)
+def test_a_command_past_its_time_is_stopped_with_what_it_started(ignore, grace_s, tmp_path):
+    """A command that starts a process of its own and waits: both are gone once sh returns.
+    The suite may run in the background with SIGINT ignored; the command gets it anyway."""
+    pid_file = tmp_path / "pid"
+    code = STARTS_AND_WAITS.format(ignore=ignore, pid=str(pid_file))
+    rc, out, wall = acceptance_run.sh([sys.executable, "-c", code], timeout=3, grace_s=grace_s)
+    assert rc == 124 and "timed out after 3 s" in out
+    if ignore:
+        assert wall >= 3 + grace_s and "KeyboardInterrupt" not in out, (wall, out)
+    else:
+        assert "KeyboardInterrupt" in out and wall < 3 + grace_s, (wall, out)
+    assert _gone(int(pid_file.read_text())), "the started process runs on after the stop"
