@@ -61,9 +61,11 @@ def test_a_triton_kernel_is_checked_on_a_cpu_lease_without_triton_interpret_set(
     from kernel_bakeoff.scripts.verdict import Status
     from kernel_bakeoff.tasks.check.freezing import freeze_isolated
 
+    from .agent_kernels import tiny_softmax
+
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     pool = PoolConfig(cpu_slots=1, lock_dir=str(tmp_path / "locks"))
-    example = ROOT / "examples/softmax_triton"
+    example = tiny_softmax(tmp_path / "softmax_triton")  # the example, its workloads smaller
     task = freeze_isolated(example, tmp_path / "task", pool)
     env = Devices("cpu", ("cpu0",)).env_for("cpu0")
     # fresh interpreters: a warm server forked from a process that had the variable set

@@ -46,6 +46,7 @@ from .service_env import (
     readme_service_commands,
     run_logs,
     run_to_the_end,
+    seed_frozen,
     start_run,
     unprivileged,
     wait_for,
@@ -295,7 +296,10 @@ def test_prefect_yaml_deploys_every_pool_and_the_nightly_schedule(service):
         assert nightly.parameters["artifact_key"] == f"nightly-bakeoff-{kind}"
 
 
-def test_two_workers_share_the_lane_pool_and_a_killed_lane_gives_its_device_back(service, tmp_path):
+def test_two_workers_share_the_lane_pool_and_a_killed_lane_gives_its_device_back(
+    service, frozen_rmsnorm, tmp_path
+):
+    seed_frozen(frozen_rmsnorm, tmp_path / "runs", "bakeoff")
     service.worker("w1", "lanes")
     service.worker("w2", "lanes")
     params = bakeoff_params(
@@ -322,10 +326,13 @@ def test_two_workers_share_the_lane_pool_and_a_killed_lane_gives_its_device_back
     assert lanes["torch"]["lease"]["host"] != crashed_on  # the two lanes ran on both workers
 
 
-def test_a_cancelled_run_is_cancelled_promptly_and_the_next_run_resumes_it(service, tmp_path):
+def test_a_cancelled_run_is_cancelled_promptly_and_the_next_run_resumes_it(
+    service, frozen_rmsnorm, tmp_path
+):
     """`prefect flow-run cancel` on a bake-off busy in a lane: Cancelled within a minute (the
     issue saw it stay Cancelling for 8 minutes), and the same bake-off run again says so."""
     runs = tmp_path / "runs"
+    seed_frozen(frozen_rmsnorm, runs)
     params = bakeoff_params(runs, optimizer="never_answers_async")
     rid = start_run(service, params)
     wait_for(lambda: lane_state(runs, "torch") == "running", 300, "the lane", service.dispatcher)
@@ -343,11 +350,14 @@ def test_a_cancelled_run_is_cancelled_promptly_and_the_next_run_resumes_it(servi
     assert f"resumed: an earlier run ({rid[:8]}) stopped in phase 'lanes'" in said, said
 
 
-def test_a_worker_stops_on_sigterm_and_its_run_does_not_stay_running(service, tmp_path):
+def test_a_worker_stops_on_sigterm_and_its_run_does_not_stay_running(
+    service, frozen_rmsnorm, tmp_path
+):
     """It stops the dispatcher worker (the tests after it start their own). A plain `kill`
     (SIGTERM) stops the worker promptly even while a lane is busy, and the bake-off's run
     leaves Running."""
     runs = tmp_path / "runs"
+    seed_frozen(frozen_rmsnorm, runs)
     params = bakeoff_params(runs, optimizer="never_answers_async")
     rid = start_run(service, params)
     wait_for(lambda: lane_state(runs, "torch") == "running", 300, "the lane", service.dispatcher)
@@ -361,13 +371,14 @@ def test_a_worker_stops_on_sigterm_and_its_run_does_not_stay_running(service, tm
     assert state.is_crashed() or state.is_cancelled() or state.is_failed(), state
 
 
-def test_a_worker_killed_alone_leaves_its_run_to_finish(service, tmp_path):
+def test_a_worker_killed_alone_leaves_its_run_to_finish(service, frozen_rmsnorm, tmp_path):
     """SIGKILL of the worker process only (its runs live on, as after an OOM kill of it): the
     run it started loses the pipe its output went to, yet finishes, Completed, its candidates
     checked. (Prefect 3.9 streams a run's output through its worker; the issue saw the run
     crash with a BrokenPipeError.)"""
     service.stop_workers("default")
     go, runs = tmp_path / "go", tmp_path / "runs"
+    seed_frozen(frozen_rmsnorm, runs)
     params = bakeoff_params(runs, optimizer="waits_for_go_file")
     script = service.worker("lonely", "default", env={"BAKEOFF_TEST_GO_FILE": str(go)})
     rid = start_run(service, params)
@@ -393,7 +404,7 @@ def test_deploy_made_each_automation_of_the_readme_once(service):
             assert len(client.read_automations_by_name(name)) == 1, name
 
 
-def test_a_cancel_of_a_run_whose_host_died_ends_it_cancelled(service, tmp_path):
+def test_a_cancel_of_a_run_whose_host_died_ends_it_cancelled(service, frozen_rmsnorm, tmp_path):
     """The README's cancel automation, with its window cut to 10 s: a run whose worker died
     with every process under it is cancelled; no worker is left to stop it, so without the
     automation it would stay Cancelling until the crash automation fired."""
@@ -403,6 +414,7 @@ def test_a_cancel_of_a_run_whose_host_died_ends_it_cancelled(service, tmp_path):
     )  # fmt: skip
     service.stop_workers("default")
     runs = tmp_path / "runs"
+    seed_frozen(frozen_rmsnorm, runs)
     params = bakeoff_params(runs, optimizer="never_answers_async")
     doomed = service.worker("doomed-cancel", "default")
     rid = start_run(service, params)
@@ -428,7 +440,9 @@ def made(tmp_path: Path, text: str) -> Path:
 CRASH_WINDOW_S = 40  # Prefect 3.9 beats every 30 s at the most; the README's window is 120 s
 
 
-def test_a_run_whose_host_dies_is_marked_crashed_and_the_next_run_resumes(service, tmp_path):
+def test_a_run_whose_host_dies_is_marked_crashed_and_the_next_run_resumes(
+    service, frozen_rmsnorm, tmp_path
+):
     """The README's crash automation, made by its one command from deployments/automations.yaml
     with the window cut to CRASH_WINDOW_S, marks a run Crashed once its worker and every
     process under it are SIGKILLed (nothing is left to report); the next run of the same
@@ -438,6 +452,7 @@ def test_a_run_whose_host_dies_is_marked_crashed_and_the_next_run_resumes(servic
     service.prefect("automation", "create", "--from-file", str(made(tmp_path, quick)))
     service.stop_workers("default")  # run alone (-k): this test's workers take its runs
     runs = tmp_path / "runs"
+    seed_frozen(frozen_rmsnorm, runs, "bakeoff")
     # the triton lane's reviewer never answers while BAKEOFF_TEST_REVIEWER_DOWN is set
     params = bakeoff_params(runs, "bakeoff", reviewer="reviewer_down_in_triton")
     stuck = {"BAKEOFF_TEST_REVIEWER_DOWN": "1"}  # two CPU slots: the torch lane never waits
@@ -480,9 +495,12 @@ def test_a_run_whose_host_dies_is_marked_crashed_and_the_next_run_resumes(servic
     assert not lanes["triton"]["reused"] and lanes["triton"]["status"] == "completed", lanes
 
 
-def test_a_bakeoff_killed_during_discover_keeps_the_checks_it_finished(service, tmp_path):
+def test_a_bakeoff_killed_during_discover_keeps_the_checks_it_finished(
+    service, frozen_rmsnorm, tmp_path
+):
     """A bake-off's process killed (SIGKILL, with everything under it) after Discover's first
     check: the next run takes that check as it was and checks only the second."""
+    seed_frozen(frozen_rmsnorm, tmp_path / "runs", "bakeoff")
     params = bakeoff_params(tmp_path / "runs", "bakeoff", planner="discover_checks_two_copies")
     script = (
         "from kernel_bakeoff.flows.bakeoff import bakeoff; from kernel_bakeoff.tasks.models.request import BakeoffRequest; "
