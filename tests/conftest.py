@@ -153,6 +153,20 @@ def frozen_rmsnorm(tmp_path_factory) -> Path:
     return freeze(EXAMPLES / "rmsnorm_torch", tmp_path_factory.mktemp("tasks") / "rmsnorm")
 
 
+def seed_frozen(
+    frozen: Path, runs: Path, mode: str = "optimize", target_language: str | None = None
+) -> Path:
+    """`runs` with the run directory of a rmsnorm_torch run in `mode` holding `frozen` (the
+    session's freeze of it, `frozen_rmsnorm`): a run's freeze keeps a task already frozen from
+    the same input, as a resumed run's does (tasks/check/freezing.py), so the run skips a freeze
+    of its own (~6 s under the suite's load). For tests whose subject is not the freeze."""
+    from kernel_bakeoff.tasks.run.directory import default_run_dir
+
+    run_dir = default_run_dir(EXAMPLES / "rmsnorm_torch", runs, mode, target_language)
+    shutil.copytree(frozen, run_dir / "task", symlinks=True)
+    return run_dir
+
+
 @pytest.fixture(scope="session")
 def frozen_softmax(tmp_path_factory) -> Path:
     """examples/softmax_triton frozen once a session (a worker's), for Discover, the search

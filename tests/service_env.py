@@ -266,21 +266,6 @@ def bakeoff_params(runs: Path, mode: str = "optimize", **agents: str) -> dict:
     }
 
 
-def seed_frozen(frozen: Path, runs: Path, mode: str = "optimize") -> Path:
-    """`runs` with the run directory of `bakeoff_params(runs, mode)` holding `frozen` (the
-    session's freeze of rmsnorm_torch, tests/conftest.py): the run's freeze phase keeps a task
-    already frozen from the same input, as a resumed run's does (tasks/check/freezing.py), and
-    a worker's run skips a freeze of its own (~6 s under the suite's load). For the tests whose
-    subject is not the freeze; the README's run freezes its own."""
-    from kernel_bakeoff.tasks.run.directory import default_run_dir
-
-    from .conftest import EXAMPLES
-
-    run_dir = default_run_dir(EXAMPLES / "rmsnorm_torch", runs, mode)
-    shutil.copytree(frozen, run_dir / "task", symlinks=True)
-    return run_dir
-
-
 def lane_state(runs: Path, key: str) -> str | None:
     found = list(runs.glob(f"*/lanes/{key}/progress.json"))
     return json.loads(found[0].read_text()).get("state") if found else None

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import EXAMPLES, cli_in_process, run_cli
+from .conftest import EXAMPLES, cli_in_process, run_cli, seed_frozen
 
 pytestmark = pytest.mark.slow
 
@@ -166,7 +166,9 @@ def test_full_run_reports_skips_modelless_lanes_and_second_run_reuses(
     assert [r["speedup"] for r in again["rows"]] == [c["speedup"] for c in result["candidates"]]
 
 
-def test_ctrl_c_stops_with_one_line_and_the_same_command_resumes(tmp_path, env, prefect_api_env):
+def test_ctrl_c_stops_with_one_line_and_the_same_command_resumes(
+    tmp_path, env, prefect_api_env, frozen_rmsnorm
+):
     import os
     import signal
     import subprocess
@@ -181,6 +183,7 @@ def test_ctrl_c_stops_with_one_line_and_the_same_command_resumes(tmp_path, env, 
     # 0.2 s poll below needs to see it begin; the resumed run redoes those lanes
     argv = [sys.executable, "-m", "kernel_bakeoff.flows.cli", "run", KERNEL, "--budget", "1"]
     argv += ["--runs-root", str(tmp_path / "runs")]
+    seed_frozen(frozen_rmsnorm, tmp_path / "runs")  # its subject is the stop, not the freeze
     # as at a terminal: a suite started in the background (nohup, `&` in a script) hands its
     # children SIGINT ignored, and Python then never turns Ctrl-C into KeyboardInterrupt
     proc = subprocess.Popen(
@@ -220,7 +223,10 @@ def test_ctrl_c_stops_with_one_line_and_the_same_command_resumes(tmp_path, env, 
     assert list((tmp_path / "home").glob("*.db*"))
 
 
-def test_a_run_that_judged_nothing_says_no_verdict_and_exits_1(tmp_path, env, prefect_api_env):
+def test_a_run_that_judged_nothing_says_no_verdict_and_exits_1(
+    tmp_path, env, prefect_api_env, frozen_rmsnorm
+):
+    seed_frozen(frozen_rmsnorm, tmp_path / "runs", "author", "triton")  # not about the freeze
     proc = run_cli(
         "run", KERNEL, "--mode", "author", "--target-language", "triton", "--budget", "1",
         "--runs-root", str(tmp_path / "runs"), env={**env, **prefect_api_env},

@@ -23,7 +23,7 @@ import pytest
 
 from kernel_bakeoff.tasks.check.gpu_pool import DevicePool, Devices
 
-from .conftest import ROOT
+from .conftest import ROOT, seed_frozen
 from .role_doubles import QUICK
 from .service_env import (
     PREFECT,
@@ -46,7 +46,6 @@ from .service_env import (
     readme_service_commands,
     run_logs,
     run_to_the_end,
-    seed_frozen,
     start_run,
     unprivileged,
     wait_for,
