@@ -6,6 +6,7 @@ precision shown counts; a Triton candidate that launched no Triton kernel is ref
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -129,9 +130,13 @@ def test_git_runs_no_hook_or_filter_the_model_planted(task, tmp_path, monkeypatc
     from tests.misbehaving_model import plant_hooks
 
     # In the box the repository beside the workspace is out of reach: nothing is planted there.
+    # Judged on the host, not by the command's own word: as an ordinary user the box's uid owns
+    # the parents of its bound paths, made in its private /tmp, so `../work.git` is made there
+    # and the command says "planted" (as root it is refused).
     text, is_error = lane_tools(ws).call("run_command", {"command": plant_hooks(str(marker))})
-    assert "planted" not in text, text
+    assert "planted" not in text or os.geteuid() != 0, text
     assert not (ws.lane_dir / "work.git" / "hooks" / "post-commit").exists()
+    assert "filter" not in (ws.lane_dir / "work.git" / "config").read_text()
     # Planted anyway (no box, on purpose): git still runs none of it.
     monkeypatch.setenv("BAKEOFF_ISOLATION", "none")
     text, is_error = lane_tools(ws).call("run_command", {"command": plant_hooks(str(marker))})

@@ -132,7 +132,7 @@ def test_the_offline_run_imports_the_op_in_the_box(hostile, listener, tmp_path, 
     # The write is judged on the host (`outside` is not there, below). The op's own word is not
     # enough: as an ordinary user the box's uid owns the parents of its bound paths, which the
     # box makes in its private /tmp, so the write lands there and the op says ESCAPED.
-    assert "refused-write" in text or "ESCAPED-write" in text, text
+    assert "refused-write" in text or ("ESCAPED-write" in text and os.geteuid() != 0), text
     for word in ("read", "env", "net"):
         assert f"refused-{word}" in text, text
     assert SECRET not in text and not outside.exists() and listener == []
