@@ -52,10 +52,10 @@ def baseline_copies(request, label: str = "copy", kernel: str | None = None) -> 
     source = Path(i["workdir"]) / label
     if not source.exists():
         shutil.copytree(Path(i["task_dir"]) / "baseline_src", source)
+        for p in [source, *source.rglob("*")]:  # the frozen files are read-only: before a write
+            p.chmod(0o755 if p.is_dir() else 0o644)
         if kernel is not None:
             (source / "kernel.py").write_text(kernel)
-        for p in [source, *source.rglob("*")]:
-            p.chmod(0o755 if p.is_dir() else 0o644)
     check = i["evaluator"].bind(request.deadline)
     lane = _lane(request)
     return SearchOutcome(

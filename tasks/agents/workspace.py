@@ -84,6 +84,15 @@ def _copy(src: Path, dst: Path, skip: set[str] = frozenset()) -> None:
             shutil.copyfile(p, dst / rel)
 
 
+def _remove_tree(root: Path) -> None:
+    """`root` removed, its directories opened first: copies of the frozen task's read-only ones
+    (a snapshot of a candidate) stop anyone but root from unlinking what they hold."""
+    for p in [root, *root.rglob("*")]:
+        if p.is_dir() and not p.is_symlink():
+            p.chmod(0o755)
+    shutil.rmtree(root)
+
+
 class Workspace:
     def __init__(self, root: Path, lane_dir: Path, task_dir: Path, spec: OpSpec, oracle: str):
         self.root = Path(root).resolve()
@@ -119,17 +128,14 @@ class Workspace:
     ) -> Workspace:
         root = Path(root)
         if root.exists():
-            for p in [root, *root.rglob("*")]:
-                if p.is_dir() and not p.is_symlink():
-                    p.chmod(0o755)
-            shutil.rmtree(root)
+            _remove_tree(root)
         root.mkdir(parents=True)
         ws = cls(root, lane_dir, task_dir, spec, oracle)
         for stale in (ws.receipts_path, ws.key_path):
             stale.unlink(missing_ok=True)
         for stale_dir in (ws.snapshots, ws.git.git_dir):
             if stale_dir.exists():
-                shutil.rmtree(stale_dir)
+                _remove_tree(stale_dir)
         ws.lane_dir.mkdir(parents=True, exist_ok=True)
         fd = os.open(ws.key_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as f:
