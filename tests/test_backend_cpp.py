@@ -210,7 +210,7 @@ def test_shipped_cuda_example_has_a_search_space_and_says_why_it_cannot_run_here
     spec = (example / "op.toml").read_text()
     small = spec.replace("T = 4096, H = 4096", "T = 64, H = 256")
     small = small.replace("T = 16384, H = 1024", "T = 128, H = 128")
-    assert small.count("T = ") == spec.count("T = ") == 2 and "4096" not in small
+    assert "T = 64, H = 256" in small and "T = 128, H = 128" in small  # both workloads small
     (example / "op.toml").write_text(small)
     out = tmp_path / "task"
     done = subprocess.run(
