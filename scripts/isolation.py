@@ -253,6 +253,18 @@ def _map_self(uid: int, gid: int) -> None:
         libc.prctl(_PR_SET_DUMPABLE, 1 if dumpable == 1 else 0, 0, 0, 0)
 
 
+def _readable_by_the_relay() -> None:
+    """As a user: make this process of the box's plumbing (P, C, and I, which inherits it)
+    dumpable again. A fork of a non-dumpable judge is non-dumpable, and a user's relay cannot
+    read the proportional set size of such a process; it counts its resident pages instead,
+    which holds every page the fork shares with its parent: five forks of a server that
+    imported torch counted 1.4 GiB for a 0.3 GiB check. The code cannot reach them: P and C
+    are outside its PID namespace, and I keeps capabilities the code drops, which the kernel
+    asks of whoever traces or reads it (tests/test_isolation.py tries). The code's process
+    inherits it; a judge makes itself non-dumpable again (sandbox.protect_self)."""
+    _libc().prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
+
+
 def _grant(path: str, uid: int) -> None:
     """An access ACL giving `uid` rwx on `path`, its owner unchanged (git refuses a work tree
     whose top another user owns). Written as the kernel's xattr; OSError where unsupported."""
@@ -361,6 +373,8 @@ def enter(plan: dict | None = None) -> str | None:
                 relay_status(pid)
                 return f"mapping uid {plan['uid']}: {exc}"
         os.write(go_w, b"go")
+        if not root:
+            _readable_by_the_relay()  # P is in the tree of the box it may be nested in
         relay.relay(pid, rep_r, plan)
     _die_with_parent(me)
     for fd in (up_r, go_w, rep_r):
@@ -379,6 +393,7 @@ def enter(plan: dict | None = None) -> str | None:
         )
         if not root:
             _map_self(plan["uid"], plan["gid"])
+            _readable_by_the_relay()
     except OSError as exc:
         os.write(up_w, str(exc).encode()[:500])
         os._exit(0)

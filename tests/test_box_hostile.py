@@ -222,7 +222,11 @@ def test_the_command_tool_stays_in_its_box(tmp_path, monkeypatch):
         out = tools.tool_run_command(script)
     finally:
         listener.close()
-    for word in ("outside", "hook", "task", "home", "proc", "net"):
+    # As a user, the box makes the parents of its bound paths (tmp_path's) in its own /tmp,
+    # owned by the box's uid: the write outside succeeds there and never reaches the host,
+    # which the assertion below the loop checks for every user.
+    words = ("hook", "task", "home", "proc", "net") + (("outside",) if os.geteuid() == 0 else ())
+    for word in words:
         assert f"refused-{word}" in out, out
     assert secret not in out and "wrote-mine" in out
     assert not outside.exists() and not (ws_root / ".git" / "hooks" / "post-commit").exists()
@@ -258,10 +262,10 @@ def test_the_corpus_as_an_ordinary_user(tmp_path):
     done = subprocess.run(
         [*ordinary_user_prefix(work), sys.executable, "-c", CHECK_AS_USER]
         + [str(ROOT / "tests" / "corpus" / "rmsnorm_op"), str(work), *map(str, names)],
-        # An ordinary user's relay cannot read the proportional set size of the box's
-        # non-dumpable processes and counts their anonymous memory once per process, pages
-        # shared by forks too (docs/harness.md): the bound is set above that count here.
-        env={**os.environ, "PYTHONPATH": str(ROOT), "BAKEOFF_BOX_MEMORY_GB": "4"},
+        # The small bound of the tests above: an ordinary user's relay counts the resident
+        # pages of the non-dumpable judge, shared with its forks, in full (docs/harness.md);
+        # before the box's plumbing was made readable to it, this check counted 1.4 GiB.
+        env={**os.environ, "PYTHONPATH": str(ROOT), "BAKEOFF_BOX_MEMORY_GB": "1"},
         cwd=work,
         capture_output=True,
         text=True,

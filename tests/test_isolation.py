@@ -8,6 +8,7 @@ off the same scan does find it, so the test can fail. The orchestrator runs as r
 a user namespace that maps it to `nobody` without capabilities, as an ordinary user would.
 """
 
+import ctypes
 import os
 import subprocess
 import sys
@@ -197,6 +198,52 @@ def test_a_non_dumpable_process_of_an_ordinary_user_is_isolated():
     code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
     uid = NOBODY if os.geteuid() == 0 else os.getuid()
     assert code == 0 and said.startswith(f"isolated as {uid},"), (code, said)
+
+
+@needs_namespaces
+def test_the_boxs_pid_1_stays_out_of_the_codes_reach():
+    """As an ordinary user the box's own processes are dumpable, for the relay to read their
+    memory (isolation._readable_by_the_relay). Its PID 1 is inside the code's PID namespace:
+    it keeps capabilities the code drops, so the code may neither trace it nor read its
+    memory, environment or mappings (its pipe reports how the code ended)."""
+    skip_unless_reachable()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        said = "enter() returned in the process that called it"
+        try:
+            os.close(read)
+            if os.geteuid() == 0:
+                os.setgroups([])
+                os.setgid(NOBODY)
+                os.setuid(NOBODY)
+            sandbox.protect_self()  # as a judge that boxes a candidate
+            why = isolation.enter()
+            if why is None:
+                libc = ctypes.CDLL(None, use_errno=True)
+                reached = []
+                for path in ("/proc/1/smaps_rollup", "/proc/1/mem", "/proc/1/environ"):
+                    try:
+                        with open(path, "rb") as f:
+                            f.read(1)
+                        reached.append(path)
+                    except PermissionError:
+                        pass
+                if libc.ptrace(16, 1, None, None) == 0:  # PTRACE_ATTACH
+                    reached.append("ptrace")
+                with open("/proc/self/smaps_rollup", "rb") as f:  # the control: readable
+                    why = f"reached {reached}, self {len(f.read()) > 0}"
+            said = why
+        except BaseException as exc:  # noqa: BLE001 - said to the test, which fails on it
+            said = f"{type(exc).__name__}: {exc}"
+        finally:
+            os.write(write, said.encode())
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as f:
+        said = f.read().decode()
+    os.waitpid(pid, 0)
+    assert said == "reached [], self True", said
 
 
 @pytest.mark.slow
