@@ -371,12 +371,8 @@ def _run_locked(
         console.print(f"warning: {report.measurement['baseline_noisy']}", soft_wrap=True)
     if report.winner:
         console.print(winner_line(report), soft_wrap=True)
-    elif status:
-        console.print(phases.winner_line(report), soft_wrap=True)
     else:
-        console.print(
-            "no winner: no candidate beat the frozen baseline; the original kernel is kept"
-        )
+        console.print(phases.winner_line(report), soft_wrap=True)
     for line in report.warnings:  # the box's own line says WARNING already, in red
         console.print(f"[bold red]{line}[/]" if line.startswith("WARNING") else f"warning: {line}")
     console.print(f"report: {report.report_path}")

@@ -7,6 +7,7 @@ from kernel_bakeoff.scripts.verdict import Status
 from kernel_bakeoff.tasks.discover.table import matched_line
 from kernel_bakeoff.tasks.models.progress import RunProgress
 from kernel_bakeoff.tasks.models.run import DiscoverOutcome, LaneResult, Report
+from kernel_bakeoff.tasks.report.ranking import tier
 
 
 def _best(candidates) -> str:
@@ -64,9 +65,29 @@ def winner_line(report: Report) -> str:
     if w is None and not report.judged():
         return f"no verdict: no candidate was checked ({report.why_nothing_was_judged()})"
     if w is None:
-        return "no winner: nothing beat the frozen baseline by more than its spread"
+        return no_winner_line(report)
     need = f" (needed {1 + w.margin:.3f}x)" if w.margin is not None else ""
     return f"winner {w.name} ({w.language} {w.mode}) at {w.speedup:.3f}x{need}"
+
+
+def no_winner_line(report: Report) -> str:
+    """Why nothing won, from the ranking: the fastest candidate whose figure stands and the bar
+    it missed, and a faster one that was flagged, with the flag. "no winner" alone beside a
+    flagged 1.9x in the table read as a contradiction."""
+    timed = [r for r in report.rows if r.comparable and r.mode != "baseline" and r.speedup]
+    why = []
+    stands = next((r for r in timed if tier(r) == 0), None)
+    if stands is not None:
+        bar = f" against a bar of {1 + stands.margin:.3f}x" if stands.margin is not None else ""
+        why.append(f"the fastest that stands, {stands.name}, read {stands.speedup:.3f}x{bar}")
+    doubted = next((r for r in timed if tier(r) == 1), None)
+    if doubted is not None and (stands is None or doubted.speedup > stands.speedup):
+        why.append(
+            f"{doubted.name} read {doubted.speedup:.3f}x but was {doubted.status}: "
+            + (doubted.detail or "no reason given")
+        )
+    said = "; ".join(why) or "no candidate passed its check and was timed"
+    return f"no winner: {said}; the original kernel is kept"
 
 
 def resumed_line(previous: RunProgress | dict, attempt: str, reused: list[str]) -> str | None:

@@ -107,6 +107,27 @@ def test_no_winner_report_names_the_best_candidate_not_the_baseline_and_shows_th
     assert "Clock: host" in text and "torch 2.13.0" in text and "| bar |" in text
 
 
+def test_no_winner_says_the_bar_missed_and_the_faster_flagged_candidate(task_dir):
+    """The command's and the flow log's line: a flagged 1.9x beside a bare "no winner" read as
+    a contradiction; the line names the bar the best standing figure missed and the flag."""
+    near, fast = result("near", 1.004), result("fast", 1.9)
+    review = Review(
+        candidate="near", decision="accepted", flagged={"fast": ["host-bound: its host paces it"]}
+    )
+    rows, winner = rank([lane("torch", [near, fast], review)], None, task_dir)
+    assert winner is None
+    line = phases.winner_line(_report(rows, winner, task_dir))
+    assert line.startswith("no winner: the fastest that stands, near, read 1.004x against a bar")
+    assert "fast read 1.900x but was flagged: host-bound: its host paces it" in line
+    assert line.endswith("the original kernel is kept")
+    slower = result("slow", 0.8)
+    rows, winner = rank(
+        [lane("torch", [slower], Review(candidate="slow", decision="accepted"))], None, task_dir
+    )
+    line = phases.winner_line(_report(rows, winner, task_dir))
+    assert "slow, read 0.800x" in line and "flagged" not in line
+
+
 def test_not_comparable_rows_are_explained_in_the_report(task_dir):
     _interpreted_baseline(task_dir)
     rows, winner = rank(
