@@ -161,17 +161,12 @@ def test_as_an_ordinary_user_too(tmp_path):
     _isolated(_scans(tmp_path, prefix=prefix, isolation_mode="box"))
 
 
-@needs_namespaces
-def test_a_non_dumpable_process_of_an_ordinary_user_is_isolated():
-    """The fork server's judges are non-dumpable (sandbox.protect_self), which makes their
-    /proc/self files root's. Run as an ordinary user (a real one: `nobody` here, by setuid
-    from root, unlike the test above, whose user namespace leaves it root outside), every
-    warm-started check failed: the namespaces were made, the user's id maps could not be
-    written, and the half-isolated judge could not start a thread."""
-    skip_unless_reachable()
+def _boxed_as_a_user(probe) -> tuple[int, str]:
+    """`probe()` in a box entered by a forked, non-dumpable process of an ordinary user (as
+    root: nobody, by setuid): its exit status and what the probe said (or why no box)."""
     read, write = os.pipe()
     pid = os.fork()
-    if pid == 0:  # the judge
+    if pid == 0:  # a judge
         said = "enter() returned in the process that called it"
         try:
             os.close(read)
@@ -181,12 +176,7 @@ def test_a_non_dumpable_process_of_an_ordinary_user_is_isolated():
                 os.setuid(NOBODY)
             sandbox.protect_self()
             why = isolation.enter()
-            if why is None:
-                started = threading.Thread(target=lambda: None)
-                started.start()
-                started.join()
-                why = f"isolated as {os.getuid()}, {len(os.listdir('/proc'))} /proc entries"
-            said = why
+            said = probe() if why is None else why
         except BaseException as exc:  # noqa: BLE001 - said to the test, which fails on it
             said = f"{type(exc).__name__}: {exc}"
         finally:
@@ -195,7 +185,25 @@ def test_a_non_dumpable_process_of_an_ordinary_user_is_isolated():
     os.close(write)
     with os.fdopen(read, "rb") as f:
         said = f.read().decode()
-    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), said
+
+
+@needs_namespaces
+def test_a_non_dumpable_process_of_an_ordinary_user_is_isolated():
+    """The fork server's judges are non-dumpable (sandbox.protect_self), which makes their
+    /proc/self files root's. Run as an ordinary user (a real one: `nobody` here, by setuid
+    from root, unlike the test above, whose user namespace leaves it root outside), every
+    warm-started check failed: the namespaces were made, the user's id maps could not be
+    written, and the half-isolated judge could not start a thread."""
+    skip_unless_reachable()
+
+    def start_a_thread() -> str:
+        started = threading.Thread(target=lambda: None)
+        started.start()
+        started.join()
+        return f"isolated as {os.getuid()}, {len(os.listdir('/proc'))} /proc entries"
+
+    code, said = _boxed_as_a_user(start_a_thread)
     uid = NOBODY if os.geteuid() == 0 else os.getuid()
     assert code == 0 and said.startswith(f"isolated as {uid},"), (code, said)
 
@@ -207,43 +215,24 @@ def test_the_boxs_pid_1_stays_out_of_the_codes_reach():
     it keeps capabilities the code drops, so the code may neither trace it nor read its
     memory, environment or mappings (its pipe reports how the code ended)."""
     skip_unless_reachable()
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        said = "enter() returned in the process that called it"
-        try:
-            os.close(read)
-            if os.geteuid() == 0:
-                os.setgroups([])
-                os.setgid(NOBODY)
-                os.setuid(NOBODY)
-            sandbox.protect_self()  # as a judge that boxes a candidate
-            why = isolation.enter()
-            if why is None:
-                libc = ctypes.CDLL(None, use_errno=True)
-                reached = []
-                for path in ("/proc/1/smaps_rollup", "/proc/1/mem", "/proc/1/environ"):
-                    try:
-                        with open(path, "rb") as f:
-                            f.read(1)
-                        reached.append(path)
-                    except PermissionError:
-                        pass
-                if libc.ptrace(16, 1, None, None) == 0:  # PTRACE_ATTACH
-                    reached.append("ptrace")
-                with open("/proc/self/smaps_rollup", "rb") as f:  # the control: readable
-                    why = f"reached {reached}, self {len(f.read()) > 0}"
-            said = why
-        except BaseException as exc:  # noqa: BLE001 - said to the test, which fails on it
-            said = f"{type(exc).__name__}: {exc}"
-        finally:
-            os.write(write, said.encode())
-            os._exit(0)
-    os.close(write)
-    with os.fdopen(read, "rb") as f:
-        said = f.read().decode()
-    os.waitpid(pid, 0)
-    assert said == "reached [], self True", said
+
+    def reach_pid_1() -> str:
+        libc = ctypes.CDLL(None, use_errno=True)
+        reached = []
+        for path in ("/proc/1/smaps_rollup", "/proc/1/mem", "/proc/1/environ"):
+            try:
+                with open(path, "rb") as f:
+                    f.read(1)
+                reached.append(path)
+            except PermissionError:
+                pass
+        if libc.ptrace(16, 1, None, None) == 0:  # PTRACE_ATTACH
+            reached.append("ptrace")
+        with open("/proc/self/smaps_rollup", "rb") as f:  # the control: readable
+            return f"reached {reached}, self {len(f.read()) > 0}"
+
+    code, said = _boxed_as_a_user(reach_pid_1)
+    assert code == 0 and said == "reached [], self True", (code, said)
 
 
 @pytest.mark.slow
