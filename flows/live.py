@@ -224,6 +224,10 @@ def run(
     enter()  # the BAKEOFF_* settings, read once: a bad value is one line, before any work
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("DO_NOT_TRACK", "1")  # else Prefect prints its usage notice mid-display
+    # Prefect waits 20 s for its temporary server: on a 2-core host still busy after the freeze,
+    # a fresh clone's first `./quickstart.sh` failed there ("Timed out while attempting to
+    # connect to ephemeral Prefect API server"); the start alone took 19.8 s on a quiet one.
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
     if not debug:  # the display and the UI carry what Prefect would print on the console
         os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
     req = validate(request)

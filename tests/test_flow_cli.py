@@ -1,6 +1,9 @@
 """`bakeoff run` end to end in a subprocess (Prefect's embedded server), and its refusals."""
 
 import json
+import os
+import subprocess
+import sys
 import time
 from datetime import datetime
 from pathlib import Path
@@ -66,6 +69,37 @@ def test_bad_input_is_one_line_before_anything_starts(
         monkeypatch.setenv(name, value)
     proc = cli_in_process(capfd, "run", KERNEL, "--runs-root", str(tmp_path / "runs"), *args)
     _refused_in_one_line(proc, message, tmp_path / "runs")
+
+
+TWO_RUNS = """
+import os, sys
+from kernel_bakeoff.flows import cli
+name = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
+said = []
+for given in (None, "45"):
+    os.environ.pop(name, None) if given is None else os.environ.update({name: given})
+    code = cli.main(["run", sys.argv[1], "--runs-root", sys.argv[2]])
+    said.append(f"{code} {os.environ.get(name)} {'prefect.context' in sys.modules}")
+print("; ".join(said))
+"""
+
+
+def test_prefects_temporary_server_gets_two_minutes_to_start_unless_told(tmp_path, env):
+    """Prefect's own 20 s was too little for a fresh clone's first quickstart on a busy 2-core
+    host. The command sets its default in the environment, which Prefect reads once, when it
+    is imported: not yet, when the command refuses a spec-less directory. A user's value
+    stands."""
+    specless = tmp_path / "specless"  # refused inside the command's run, before any server
+    specless.mkdir()
+    (specless / "kernel.py").write_text("def f(x):\n    return x\n")
+    done = subprocess.run(
+        [sys.executable, "-c", TWO_RUNS, str(specless), str(tmp_path / "runs")],
+        env={**os.environ, **env, "ANTHROPIC_API_KEY": ""},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.stdout.strip() == "2 120 False; 2 45 False", done.stdout + done.stderr
 
 
 @pytest.mark.parametrize(
