@@ -257,11 +257,11 @@ def _readable_by_the_relay() -> None:
     """As a user: make this process of the box's plumbing (P, C, and I, which inherits it)
     dumpable again. A fork of a non-dumpable judge is non-dumpable, and a user's relay cannot
     read the proportional set size of such a process; it counts its resident pages instead,
-    which holds every page the fork shares with its parent: five forks of a server that
-    imported torch counted 1.4 GiB for a 0.3 GiB check. The code cannot reach them: P and C
-    are outside its PID namespace, and I keeps capabilities the code drops, which the kernel
-    asks of whoever traces or reads it (tests/test_isolation.py tries). The code's process
-    inherits it; a judge makes itself non-dumpable again (sandbox.protect_self)."""
+    which holds every page the fork shares with its parent, once per fork (docs/testing.md
+    has the counts). The code cannot reach them: P and C are outside its PID namespace, and
+    I keeps capabilities the code drops, which the kernel asks of whoever traces or reads it
+    (tests/test_isolation.py tries). The code's process inherits it; a judge makes itself
+    non-dumpable again (sandbox.protect_self)."""
     _libc().prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
 
 

@@ -264,7 +264,7 @@ def test_the_corpus_as_an_ordinary_user(tmp_path):
         + [str(ROOT / "tests" / "corpus" / "rmsnorm_op"), str(work), *map(str, names)],
         # The small bound of the tests above: an ordinary user's relay counts the resident
         # pages of the non-dumpable judge, shared with its forks, in full (docs/harness.md);
-        # before the box's plumbing was made readable to it, this check counted 1.4 GiB.
+        # before the box's plumbing was made readable to it, this check counted 1379 MiB.
         env={**os.environ, "PYTHONPATH": str(ROOT), "BAKEOFF_BOX_MEMORY_GB": "1"},
         cwd=work,
         capture_output=True,
