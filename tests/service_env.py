@@ -113,6 +113,11 @@ class Service:
         )
         self.server_env = dict(self.env)
         del self.server_env["PREFECT_API_URL"]
+        # `deploy` makes prefect.yaml's nightly schedules (02:00 UTC); with the server's
+        # scheduler on, a suite run across 02:00 had the test's workers start the nightly
+        # regression bake-off, in the checkout's runs/nightly/ (seen in a CI-style run at
+        # 952a363). The schedules stay on the deployments, where the tests read them.
+        self.server_env["PREFECT_SERVER_SERVICES_SCHEDULER_ENABLED"] = "false"
 
     def script(self, *args: str, env: dict | None = None, prefix=()) -> subprocess.CompletedProcess:
         return subprocess.run(

@@ -20,6 +20,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
 
 from kernel_bakeoff.tasks.check.gpu_pool import DevicePool, Devices
 
@@ -297,6 +298,14 @@ def test_prefect_yaml_deploys_every_pool_and_the_nightly_schedule(service):
         assert nightly.work_pool_name == pool
         assert [s.schedule.cron for s in nightly.schedules] == ["0 2 * * *"]
         assert nightly.parameters["artifact_key"] == f"nightly-bakeoff-{kind}"
+    # ... and the test's server schedules none of them (Service: its scheduler is off), so a
+    # suite run across 02:00 UTC starts no nightly bake-off on the test's workers
+    nightlies = [d.id for name, d in names.items() if name.startswith("regression/")]
+    with service.client() as client:
+        scheduled = client.read_flow_runs(
+            deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=nightlies))
+        )
+    assert not scheduled, [(r.name, r.state_name, r.expected_start_time) for r in scheduled]
 
 
 def test_two_workers_share_the_lane_pool_and_a_killed_lane_gives_its_device_back(
